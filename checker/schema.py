@@ -1,0 +1,52 @@
+"""The columnar tables the checker and spark/ read (DESIGN.md §3) and the anomaly names (§4).
+
+One definition, shared: spark/ imports these so the two engines cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+SENDS_SCHEMA = pa.schema(
+    [
+        pa.field("value", pa.int64(), nullable=False),
+        pa.field("key", pa.string(), nullable=False),
+        pa.field("offset", pa.int64(), nullable=True),  # null when the broker's offset is unknown
+        pa.field("process", pa.int64(), nullable=False),
+        pa.field("op_index", pa.int64(), nullable=False),  # index of the invoke event in history.jsonl
+        pa.field("type", pa.string(), nullable=False),  # ok | info | fail (info also for ops cut short)
+        pa.field("invoke_time", pa.int64(), nullable=False),  # ns since run start
+        pa.field("complete_time", pa.int64(), nullable=True),  # null when the op never completed
+    ]
+)
+
+POLLS_SCHEMA = pa.schema(
+    [
+        pa.field("value", pa.int64(), nullable=False),
+        pa.field("key", pa.string(), nullable=False),
+        pa.field("offset", pa.int64(), nullable=False),
+        pa.field("process", pa.int64(), nullable=False),
+        pa.field("op_index", pa.int64(), nullable=False),  # index of the completion event in history.jsonl
+        pa.field("type", pa.string(), nullable=False),  # ok (only completed polls carry records)
+        pa.field("time", pa.int64(), nullable=False),  # completion time, ns since run start
+    ]
+)
+
+# Jepsen's Kafka-workload anomaly names (jepsen.tests.kafka), and whether each is bad by default.
+ANOMALIES_BAD_BY_DEFAULT: dict[str, bool] = {
+    "lost-write": True,
+    "unseen": True,
+    "duplicate": True,
+    "inconsistent-offsets": True,
+    "poll-skip": True,  # allowed for subscribe-mode consumers (rebalances); see checker
+    "nonmonotonic-poll": True,  # likewise
+    "int-poll-skip": True,
+    "int-nonmonotonic-poll": True,
+    "nonmonotonic-send": True,
+    "int-nonmonotonic-send": True,
+    "int-send-skip": False,
+    "G1a": True,
+    "precommitted-read": True,
+    "G0": False,
+    "G1c": True,
+}

@@ -1,0 +1,1 @@
+"""kafka-chaos: reference_model."""
