@@ -1,0 +1,235 @@
+"""The Kafka and Toxiproxy images: build them offline once (cached by version), or pull where a registry is reachable.
+
+Offline Kafka image (DESIGN.md §6):
+  1. base   `localhost/kafka-chaos/base:bookworm`: `debootstrap --variant=minbase` of Debian bookworm with
+            openjdk-17-jre-headless iproute2 iptables procps, imported as an image. Also the side-car image
+            that runs iptables in a node's network namespace.
+  2. libs   Kafka's jars for one pinned version, resolved by Maven from Maven Central (images/kafka/pom.xml).
+  3. image  `localhost/kafka-chaos/kafka:<version>` = base + libs + our launchers (images/kafka/bin).
+Toxiproxy: the static binary of `go install github.com/Shopify/toxiproxy/v2/cmd/server@v2.12.0` in a scratch image.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tarfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import docker
+import docker.errors
+
+from harness.engine import docker_client
+from harness.errors import ImageBuildError, ImageMissing
+
+DEFAULT_KAFKA_VERSION = "4.3.1"  # newest 4.x whose kafka-tools resolves from Maven Central (4.4.0's does not yet)
+TOXIPROXY_VERSION = "2.12.0"
+BASE_IMAGE = "localhost/kafka-chaos/base:bookworm"
+TOXIPROXY_IMAGE = f"localhost/kafka-chaos/toxiproxy:{TOXIPROXY_VERSION}"
+BASE_PACKAGES = ("openjdk-17-jre-headless", "iproute2", "iptables", "procps")
+IMAGES_DIR = Path(__file__).resolve().parent.parent / "images"
+LABEL = "io.kafka-chaos.image"
+
+Log = Callable[[str], None]
+
+
+def kafka_image(version: str = DEFAULT_KAFKA_VERSION, *, official: bool = False) -> str:
+    return f"apache/kafka:{version}" if official else f"localhost/kafka-chaos/kafka:{version}"
+
+
+def cache_dir() -> Path:
+    root = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "kafka-chaos"
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def image_exists(client: docker.DockerClient, tag: str) -> bool:
+    try:
+        client.images.get(tag)
+    except docker.errors.ImageNotFound:
+        return False
+    return True
+
+
+def require_image(client: docker.DockerClient, tag: str) -> None:
+    """Raise ImageMissing with the command that builds it."""
+    if image_exists(client, tag):
+        return
+    version = tag.rsplit(":", 1)[-1]
+    if "toxiproxy" in tag:
+        fix = "kafka-chaos image build"
+    elif tag.startswith("apache/kafka"):
+        fix = f"kafka-chaos image build --pull --kafka-version {version}"
+    else:
+        fix = f"kafka-chaos image build --kafka-version {version}"
+    raise ImageMissing(f"The image {tag} is not built on this engine. Build it once with:\n  {fix}")
+
+
+def _run(cmd: list[str], log: Log, *, cwd: Path | None = None, env: dict[str, str] | None = None) -> None:
+    log("$ " + " ".join(cmd))
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
+        raise ImageBuildError(f"`{' '.join(cmd)}` failed (exit {proc.returncode}):\n{tail}")
+
+
+def _debian_mirror() -> str:
+    """The host's own Debian mirror, so the image comes from wherever this machine's apt already goes."""
+    for path in (Path("/etc/apt/sources.list.d/debian.sources"), Path("/etc/apt/sources.list")):
+        if not path.exists():
+            continue
+        text = path.read_text()
+        if m := re.search(r"^URIs:\s*(\S+/debian)\s*$", text, re.MULTILINE):
+            return m.group(1)
+        if m := re.search(r"^deb\s+(?:\[[^\]]*\]\s+)?(\S+/debian)\s+bookworm\b", text, re.MULTILINE):
+            return m.group(1)
+    raise ImageBuildError(
+        "Cannot find a Debian mirror in /etc/apt/sources.list(.d). Set KAFKA_CHAOS_DEBIAN_MIRROR to one."
+    )
+
+
+def build_base(client: docker.DockerClient, log: Log, *, force: bool = False) -> None:
+    if image_exists(client, BASE_IMAGE) and not force:
+        log(f"{BASE_IMAGE}: present")
+        return
+    if shutil.which("debootstrap") is None:
+        raise ImageBuildError("debootstrap is not installed. Install it with:\n  apt-get install -y debootstrap")
+    work = cache_dir() / "base"
+    rootfs = work / "rootfs"
+    if rootfs.exists():
+        shutil.rmtree(rootfs)
+    work.mkdir(parents=True, exist_ok=True)
+    mirror = os.environ.get("KAFKA_CHAOS_DEBIAN_MIRROR") or _debian_mirror()
+    _run(
+        ["debootstrap", "--variant=minbase", f"--include={','.join(BASE_PACKAGES)}", "bookworm", str(rootfs), mirror],
+        log,
+    )
+    # Slim the root: apt lists, caches and docs are not needed at run time.
+    for sub in ("var/cache/apt/archives", "var/lib/apt/lists", "usr/share/doc", "usr/share/man", "usr/share/locale"):
+        shutil.rmtree(rootfs / sub, ignore_errors=True)
+    tar_path = work / "rootfs.tar"
+    log(f"packing {rootfs} -> {tar_path}")
+    with tarfile.open(tar_path, "w") as tar:
+        tar.add(rootfs, arcname=".")
+    repo, tag = BASE_IMAGE.rsplit(":", 1)
+    log(f"importing {BASE_IMAGE}")
+    client.api.import_image_from_file(str(tar_path), repository=repo, tag=tag)
+    if not image_exists(client, BASE_IMAGE) and image_exists(client, f"{repo}:latest"):
+        # Podman's Docker-API import ignores the tag and says `latest`.
+        imported = client.images.get(f"{repo}:latest")
+        imported.tag(repo, tag)
+        client.images.remove(f"{repo}:latest")
+    if not image_exists(client, BASE_IMAGE):
+        raise ImageBuildError(f"importing {tar_path} did not produce {BASE_IMAGE}")
+    tar_path.unlink()
+    shutil.rmtree(rootfs, ignore_errors=True)
+
+
+def resolve_kafka_libs(version: str, log: Log) -> Path:
+    """Kafka's jars for `version` via Maven (checksums verified by Maven). Cached per version."""
+    libs = cache_dir() / f"kafka-libs-{version}"
+    if (libs / f"kafka_2.13-{version}.jar").exists():
+        log(f"kafka {version} jars: cached in {libs}")
+        return libs
+    if shutil.which("mvn") is None:
+        raise ImageBuildError("Maven is not installed. Install it with:\n  apt-get install -y maven")
+    tmp = libs.with_name(libs.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    pom = IMAGES_DIR / "kafka" / "pom.xml"
+
+    def copy(binding: str) -> None:
+        _run(
+            ["mvn", "-q", "-B", "-f", str(pom), f"-Dkafka.version={version}", f"-Dslf4j.binding={binding}",
+             "dependency:copy-dependencies", f"-DoutputDirectory={tmp}"],
+            log,
+        )
+
+    copy("log4j-slf4j-impl")
+    # The binding must match the slf4j API that Kafka's own dependencies resolve to, or the broker logs nothing.
+    if any(p.name.startswith("slf4j-api-2.") for p in tmp.iterdir()):
+        shutil.rmtree(tmp)
+        copy("log4j-slf4j2-impl")
+    if not (tmp / f"kafka_2.13-{version}.jar").exists():
+        raise ImageBuildError(f"Maven did not resolve kafka_2.13-{version}.jar; is {version} a released version?")
+    tmp.rename(libs)
+    return libs
+
+
+def build_kafka(client: docker.DockerClient, version: str, log: Log, *, force: bool = False) -> str:
+    tag = kafka_image(version)
+    if image_exists(client, tag) and not force:
+        log(f"{tag}: present")
+        return tag
+    build_base(client, log)
+    libs = resolve_kafka_libs(version, log)
+    ctx = cache_dir() / f"kafka-context-{version}"
+    shutil.rmtree(ctx, ignore_errors=True)
+    shutil.copytree(IMAGES_DIR / "kafka", ctx, ignore=shutil.ignore_patterns("pom.xml"))
+    shutil.copytree(libs, ctx / "libs")
+    log(f"building {tag}")
+    _build(client, ctx, tag, {"BASE_IMAGE": BASE_IMAGE})
+    shutil.rmtree(ctx, ignore_errors=True)
+    return tag
+
+
+def build_toxiproxy(client: docker.DockerClient, log: Log, *, force: bool = False) -> str:
+    if image_exists(client, TOXIPROXY_IMAGE) and not force:
+        log(f"{TOXIPROXY_IMAGE}: present")
+        return TOXIPROXY_IMAGE
+    if shutil.which("go") is None:
+        raise ImageBuildError("Go is not installed. Install it with:\n  apt-get install -y golang")
+    gobin = cache_dir() / f"toxiproxy-{TOXIPROXY_VERSION}"
+    binary = gobin / "server"
+    if not binary.exists():
+        env = {**os.environ, "CGO_ENABLED": "0", "GOBIN": str(gobin), "GOFLAGS": "-buildvcs=false"}
+        _run(["go", "install", f"github.com/Shopify/toxiproxy/v2/cmd/server@v{TOXIPROXY_VERSION}"], log, env=env)
+    ctx = cache_dir() / "toxiproxy-context"
+    shutil.rmtree(ctx, ignore_errors=True)
+    shutil.copytree(IMAGES_DIR / "toxiproxy", ctx)
+    shutil.copy2(binary, ctx / "toxiproxy-server")
+    log(f"building {TOXIPROXY_IMAGE}")
+    _build(client, ctx, TOXIPROXY_IMAGE, {})
+    shutil.rmtree(ctx, ignore_errors=True)
+    return TOXIPROXY_IMAGE
+
+
+def pull_kafka(client: docker.DockerClient, version: str, log: Log) -> str:
+    tag = kafka_image(version, official=True)
+    log(f"pulling {tag}")
+    try:
+        client.images.pull("apache/kafka", tag=version)
+    except docker.errors.APIError as err:
+        raise ImageBuildError(
+            f"Cannot pull {tag} ({err.explanation}). Without a registry, build it offline instead:\n"
+            f"  kafka-chaos image build --kafka-version {version}"
+        ) from None
+    return tag
+
+
+def _build(client: docker.DockerClient, ctx: Path, tag: str, buildargs: dict[str, str]) -> None:
+    try:
+        client.images.build(
+            path=str(ctx), dockerfile="Containerfile", tag=tag, buildargs=buildargs, rm=True,
+            labels={LABEL: tag}, pull=False,
+        )
+    except (docker.errors.BuildError, docker.errors.APIError) as err:
+        raise ImageBuildError(f"building {tag} failed: {err}") from None
+
+
+@dataclass(frozen=True)
+class BuiltImages:
+    kafka: str
+    toxiproxy: str | None
+
+
+def build_all(version: str, log: Log, *, pull: bool = False, toxiproxy: bool = True, force: bool = False) -> BuiltImages:
+    client = docker_client()
+    kafka = pull_kafka(client, version, log) if pull else build_kafka(client, version, log, force=force)
+    if pull:
+        build_base(client, log)  # the partition side-car still needs iptables
+    tp = build_toxiproxy(client, log, force=force) if toxiproxy else None
+    return BuiltImages(kafka=kafka, toxiproxy=tp)
