@@ -1,0 +1,46 @@
+"""Fast-test Kafka settings, in one place (DESIGN.md §6). Every run records them in its resolved scenario.
+
+Small heaps and short timeouts so a 3-node cluster starts in seconds on two cores and a dead broker leaves the
+ISR in seconds, not the production default of 30 s.
+"""
+
+from __future__ import annotations
+
+NODE_HEAP_OPTS = "-Xms128m -Xmx384m"
+# C1-only JIT and a small code cache: the brokers start faster and use less CPU on a 2-core host.
+NODE_JVM_OPTS = (
+    "-server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=64m "
+    "-Djava.awt.headless=true"
+)
+
+CLIENT_PORT = 9092  # advertised to clients as 127.0.0.1:<host port>
+INTERNAL_PORT = 19092  # inter-broker, by network alias
+CONTROLLER_PORT = 9093  # KRaft quorum, by network alias
+DIRECT_PORT = 9094  # harness-only listener that bypasses Toxiproxy (admin, observer)
+
+
+def fast_test_settings(brokers: int) -> dict[str, str]:
+    """Broker/controller settings for tests; internal topics fitted to the number of brokers."""
+    rf = min(3, brokers)
+    return {
+        "replica.lag.time.max.ms": "5000",
+        "broker.session.timeout.ms": "3000",
+        "broker.heartbeat.interval.ms": "500",
+        "group.initial.rebalance.delay.ms": "0",
+        "log.cleaner.dedupe.buffer.size": "2097152",  # else the log cleaner alone takes 128 MiB of heap
+        "offsets.topic.replication.factor": str(rf),
+        "offsets.topic.num.partitions": "3",
+        "transaction.state.log.replication.factor": str(rf),
+        "transaction.state.log.min.isr": str(min(2, rf)),
+        "transaction.state.log.num.partitions": "3",
+        "share.coordinator.state.topic.replication.factor": str(rf),
+        "share.coordinator.state.topic.min.isr": str(min(2, rf)),
+        "default.replication.factor": str(rf),
+        "auto.create.topics.enable": "false",
+        "num.network.threads": "2",
+        "num.io.threads": "2",
+        "num.replica.fetchers": "1",
+        "background.threads": "2",
+        "log.flush.offset.checkpoint.interval.ms": "5000",
+        "controlled.shutdown.enable": "true",
+    }
