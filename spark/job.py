@@ -1,0 +1,379 @@
+"""Spark reconciliation of produced vs consumed records: the same anomalies as checker/, at any scale.
+
+Usage: `python -m spark.job RUN_DIR... [--master URL] [--out DIR]`, or the same file under `spark-submit`
+(`spark-submit spark/job.py RUN_DIR...`, master and memory then come from spark-submit).
+
+The plan — one scan of each table, one shuffle, one pass of numpy per partition:
+
+1. **Scan** every run's `sends` and `polls` once, reading only `key, value, offset, type, op_index`
+   (Parquet column pruning), and project them into one narrow union (`kernel.INPUT_SCHEMA`): ok poll records
+   and all sends, `src` telling which. With several runs, keys are prefixed `<run id>/`.
+2. **Shuffle once**: `repartition(P, "key")` puts every row of a key into one partition. This is the only
+   exchange in the plan: no join of sends with polls, no groupBy per anomaly, no window — those would each
+   shuffle the whole history again (the plain three-query approach shuffles it five or six times).
+3. **Analyse per partition** with `mapInArrow(kernel.analyse_batches)`: Arrow batches go straight into numpy
+   (no pandas, no per-row Python); two vectorised sorts per partition give every anomaly at once — per
+   (key, value): read? sent ok? failed? and per (key, offset): the dense positions of the version order.
+   Each partition emits at most `max_instances` instances per anomaly (its smallest) and one row of exact
+   counts per key.
+4. **Collect** only those capped instances and per-key counts (`toArrow`), in the same job; the driver keeps
+   the smallest `max_instances` per anomaly and sums the counts. Nothing is cached: the plan is a single
+   pass, so there is nothing to reuse.
+
+P: by default the shuffle is hash-partitioned into 256 partitions and adaptive query execution coalesces
+neighbours up to 64 MiB of shuffle data (keeping at least one per core), so a partition's rows stay a few
+million whatever the input's size, and a Python worker needs a few hundred MiB; `shuffle_partitions` fixes
+P instead. Bound: one key's rows must fit in one Python worker's memory (about 60 bytes a row while
+sorting), which holds for Kafka partitions of well over 10^7 records.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import sys
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if __name__ == "__main__" and not __package__:
+    # Run as a file (`spark-submit spark/job.py`): import the project, not this folder's modules, by name.
+    _here = Path(__file__).resolve().parent
+    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _here]
+    sys.path.insert(0, str(_here.parent))
+
+from checker.schema import ANOMALIES_BAD_BY_DEFAULT
+from spark import kernel
+from spark.errors import SparkReconcileError
+from spark.session import DEFAULT_DRIVER_MEMORY, DEFAULT_MASTER, first_line, start_session
+from spark.tables import load_rows, resolve_runs
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from rich.console import Console
+
+__all__ = ["SparkReconcileError", "main", "reconcile", "reconcile_runs"]
+
+INITIAL_PARTITIONS = 256
+RESULT_FILE = "reconcile.json"
+
+# Which columns of a findings row make up an instance of each anomaly (names as checker/ emits them).
+_FIELDS: dict[str, tuple[tuple[str, str], ...]] = {
+    "lost-write": (("value", "value"), ("offset", "offset"), ("index", "index"),
+                   ("bound", "max_read_index"), ("ops", "ops")),
+    "unseen": (("count", "count"), ("values", "values")),
+    "duplicate": (("value", "value"), ("count", "count"), ("offsets", "offsets"), ("ops", "ops")),
+    "inconsistent-offsets": (("offset", "offset"), ("index", "index"), ("values", "values"), ("ops", "ops")),
+    "G1a": (("value", "value"), ("ops", "ops")),
+}
+
+
+def reconcile(
+    paths: Sequence[str],
+    *,
+    master: str | None = DEFAULT_MASTER,
+    driver_memory: str = DEFAULT_DRIVER_MEMORY,
+    shuffle_partitions: int | None = None,
+    max_instances: int = 100,
+    max_values: int = 1000,
+    spark: SparkSession | None = None,
+    progress: bool | None = None,
+    console: Console | None = None,
+) -> dict[str, Any]:
+    """Reconcile the sends and polls tables of the runs in `paths` with Spark.
+
+    Returns the `kafka-chaos check --json` shape (`valid`, `complete`, `anomaly_counts`, `anomalies`,
+    `violations`, `stats`) plus `keys` (per-key counts) and `runs` (per-run anomaly counts). Instances are
+    capped at `max_instances` per anomaly (smallest key, then value/offset, first); `anomaly_counts` are
+    exact. An `unseen` instance lists at most `max_values` values and has the exact `count`.
+
+    `spark`: an existing session to use (and leave running); otherwise one is started with `master`,
+    `driver_memory`, and stopped at the end. `shuffle_partitions`: partitions of the one shuffle (default:
+    max(2 × cores, input size / 32 MiB)). Raises SparkReconcileError with a message for a person.
+    """
+    if max_instances < 0 or max_values < 0:
+        raise SparkReconcileError("max_instances and max_values must be zero or more.")
+    started = time.monotonic()
+    show = sys.stderr.isatty() if progress is None else progress
+    own = spark is None
+    session = spark or start_session(
+        master, driver_memory=driver_memory, shuffle_partitions=shuffle_partitions
+    )
+    try:
+        with _Progress(session, show, console) as bar:
+            bar.phase("resolving tables")
+            runs = resolve_runs(session, list(paths))
+            rows = load_rows(session, runs)
+            total_bytes = sum(r.bytes for r in runs)
+            _ship_kernel_by_value()
+            analyse = functools.partial(kernel.analyse_batches, cap=max_instances, max_values=max_values)
+            if shuffle_partitions:
+                by_key = rows.repartition(shuffle_partitions, "key")
+                parts = str(shuffle_partitions)
+            else:  # AQE sizes the partitions from the shuffle's real size (coalescing INITIAL_PARTITIONS)
+                by_key = rows.repartition("key")
+                parts = "adaptive"
+            findings = by_key.mapInArrow(analyse, kernel.FINDINGS_DDL)
+            bar.phase(f"reconciling {len(runs)} run(s), {total_bytes / 1e6:,.1f} MB of Parquet")
+            table = _run(session, findings, initial=None if shuffle_partitions else INITIAL_PARTITIONS)
+        result = _assemble(table.to_pylist(), max_instances)
+        result["stats"].update(
+            engine="spark",
+            runs=[r.run for r in runs],
+            input_bytes=total_bytes,
+            shuffle_partitions=parts,
+            master=session.sparkContext.master,
+            seconds=round(time.monotonic() - started, 3),
+        )
+        return result
+    finally:
+        if own:
+            session.stop()
+
+
+def _ship_kernel_by_value() -> None:
+    """Pickle the kernel's code into the tasks, so executors need numpy and pyarrow but not kafka-chaos."""
+    from pyspark import cloudpickle
+
+    cloudpickle.register_pickle_by_value(kernel)  # type: ignore[no-untyped-call]
+
+
+def _run(session: SparkSession, findings: Any, initial: int | None) -> Any:
+    """Run the one job; turn JVM errors into SparkReconcileError."""
+    previous = session.conf.get("spark.sql.shuffle.partitions")
+    try:
+        if initial is not None:
+            session.conf.set("spark.sql.shuffle.partitions", str(initial))
+        return findings.toArrow()
+    except Exception as exc:
+        line = first_line(exc)
+        lowered = str(exc).lower()
+        if any(s in lowered for s in ("parquet", "footer", "filenotfound", "file does not exist")):
+            raise SparkReconcileError(
+                f"A table could not be read while reconciling ({line}). A Parquet file is damaged or was "
+                "removed while Spark ran; regenerate the run's tables with `kafka-chaos check RUN_DIR`."
+            ) from None
+        raise SparkReconcileError(
+            f"The Spark job failed ({line}). If a worker ran out of memory, raise --shuffle-partitions or "
+            "--driver-memory; set KAFKA_CHAOS_SPARK_LOG=warn to see Spark's own log."
+        ) from None
+    finally:
+        session.conf.set("spark.sql.shuffle.partitions", str(previous))
+
+
+def _assemble(rows: list[dict[str, Any]], cap: int) -> dict[str, Any]:
+    keys: dict[str, dict[str, int]] = {}
+    instances: dict[str, list[dict[str, Any]]] = {kind: [] for kind in kernel.ANOMALY_KINDS}
+    for row in rows:
+        if row["kind"] == kernel.KIND_KEY:
+            keys[row["key"]] = dict(zip(kernel.KEY_STATS, row["stats"], strict=True))
+        else:
+            instance: dict[str, Any] = {"key": row["key"]}
+            for column, name in _FIELDS[row["kind"]]:
+                if row[column] is not None:
+                    instance[name] = row[column]
+            instances[row["kind"]].append(instance)
+    keys = dict(sorted(keys.items()))
+
+    counts: dict[str, int] = {}
+    for kind in kernel.ANOMALY_KINDS:
+        if kind == "unseen":  # one instance per key that has unseen values
+            n = sum(1 for s in keys.values() if s[kind] > 0)
+        else:
+            n = sum(s[kind] for s in keys.values())
+        if n:
+            counts[kind] = n
+    anomalies = {
+        kind: sorted(found, key=_order)[:cap] for kind, found in instances.items() if kind in counts
+    }
+    runs: dict[str, dict[str, int]] = {}
+    for key, stat in keys.items():
+        run = key.split("/", 1)[0]
+        per_run = runs.setdefault(run, {})
+        for kind in kernel.ANOMALY_KINDS:
+            if stat[kind]:
+                per_run[kind] = per_run.get(kind, 0) + (1 if kind == "unseen" else stat[kind])
+
+    totals = {name: sum(s[name] for s in keys.values()) for name in kernel.KEY_STATS if name != "max_offset"}
+    stats: dict[str, Any] = {
+        "keys": len(keys),
+        "sends": totals["sends"],
+        "sends_ok": totals["sends_ok"],
+        "sends_info": totals["sends_info"],
+        "sends_fail": totals["sends_fail"],
+        "poll_records": totals["poll_records"],
+        "values_read": totals["values_read"],
+        "unseen_values": totals["unseen"],
+    }
+    return {
+        "valid": not any(ANOMALIES_BAD_BY_DEFAULT.get(kind, True) for kind in counts),
+        "complete": True,
+        "anomaly_counts": counts,
+        "anomalies": anomalies,
+        "violations": [],
+        "stats": stats,
+        "keys": keys,
+        "runs": runs,
+    }
+
+
+def _order(instance: dict[str, Any]) -> tuple[str, int, int]:
+    return (instance["key"], instance.get("value", -1), instance.get("offset", -1))
+
+
+class _Progress:
+    """Rich progress for the long job: the current phase and each Spark stage's tasks, polled from Spark's
+    status tracker on a thread. Does nothing when `show` is false."""
+
+    def __init__(self, spark: SparkSession, show: bool, console: Console | None) -> None:
+        self._spark = spark
+        self._show = show
+        self._console = console
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._progress: Any = None
+        self._phase: Any = None
+        self._stages: dict[int, Any] = {}
+        self._started = time.monotonic()
+
+    def __enter__(self) -> _Progress:
+        if not self._show:
+            return self
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self._progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=self._console or Console(stderr=True),
+            transient=False,
+        )
+        self._progress.start()
+        self._phase = self._progress.add_task("starting", total=None)
+        self._thread = threading.Thread(target=self._poll, name="spark-progress", daemon=True)
+        self._thread.start()
+        return self
+
+    def phase(self, text: str) -> None:
+        if self._progress is not None:
+            self._progress.update(self._phase, description=text)
+
+    def _poll(self) -> None:
+        tracker = self._spark.sparkContext.statusTracker()
+        while not self._stop.wait(0.5):
+            try:
+                for stage_id in tracker.getActiveStageIds():
+                    info = tracker.getStageInfo(stage_id)
+                    if info is None:
+                        continue
+                    if stage_id not in self._stages:
+                        label = f"  stage {stage_id}: {info.name.split(' at ')[0]}"
+                        self._stages[stage_id] = self._progress.add_task(label, total=info.numTasks)
+                    self._progress.update(self._stages[stage_id], completed=info.numCompletedTasks)
+            except Exception:  # the context is stopping; progress is best effort
+                return
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=2)
+        if self._progress is not None:
+            for task in self._stages.values():
+                total = self._progress.tasks[task].total
+                self._progress.update(task, completed=total)
+            elapsed = time.monotonic() - self._started
+            self._progress.update(self._phase, description=f"done in {elapsed:.1f} s", total=1, completed=1)
+            self._progress.stop()
+
+
+def reconcile_runs(
+    paths: Sequence[str],
+    *,
+    engine: str = "spark",
+    master: str | None = DEFAULT_MASTER,
+    out: str | Path | None = None,
+    driver_memory: str = DEFAULT_DRIVER_MEMORY,
+    shuffle_partitions: int | None = None,
+    max_instances: int = 100,
+    progress: bool | None = None,
+) -> dict[str, Any]:
+    """What `kafka-chaos reconcile RUN_DIR… --engine spark|pandas [--master URL] [--out DIR]` does.
+
+    `engine="spark"` runs `reconcile`; `engine="pandas"` reads each run's tables with pyarrow and runs the
+    single-process checker (`checker.analyse`) on each, prefixing keys with the run id when there are several
+    runs, so both engines give the same answer. With `out`, the result is written to `out/reconcile.json`.
+    """
+    if engine == "spark":
+        result = reconcile(
+            paths,
+            master=master,
+            driver_memory=driver_memory,
+            shuffle_partitions=shuffle_partitions,
+            max_instances=max_instances,
+            progress=progress,
+        )
+    elif engine == "pandas":
+        from spark.local import reconcile_local
+
+        result = reconcile_local(paths, max_instances=max_instances)
+    else:
+        raise SparkReconcileError(f"Unknown engine '{engine}'. Use --engine spark or --engine pandas.")
+    if out is not None:
+        target = Path(out)
+        target.mkdir(parents=True, exist_ok=True)
+        (target / RESULT_FILE).write_text(json.dumps(result, indent=2, sort_keys=False) + "\n")
+    return result
+
+
+@contextmanager
+def _errors_to_exit() -> Iterator[None]:
+    try:
+        yield
+    except SparkReconcileError as err:
+        from rich.console import Console
+
+        Console(stderr=True).print(f"[bold red]error:[/] {err}", highlight=False)
+        raise SystemExit(err.exit_code) from None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m spark.job RUN_DIR... [--master URL] [--out DIR]` — prints the JSON result on stdout."""
+    parser = argparse.ArgumentParser(
+        prog="python -m spark.job",
+        description="Reconcile kafka-chaos runs' sends and polls tables with Spark.",
+    )
+    parser.add_argument("runs", nargs="+", metavar="RUN_DIR", help="run directories or URIs")
+    parser.add_argument("--master", default=None, help=f"Spark master URL (default {DEFAULT_MASTER})")
+    parser.add_argument("--engine", choices=("spark", "pandas"), default="spark")
+    parser.add_argument("--out", default=None, help=f"write {RESULT_FILE} into this directory")
+    parser.add_argument("--driver-memory", default=DEFAULT_DRIVER_MEMORY)
+    parser.add_argument("--shuffle-partitions", type=int, default=None)
+    parser.add_argument("--max-instances", type=int, default=100)
+    parser.add_argument("--no-progress", action="store_true")
+    args = parser.parse_args(argv)
+    from spark.session import under_spark_submit
+
+    master = args.master or (None if under_spark_submit() else DEFAULT_MASTER)
+    with _errors_to_exit():
+        result = reconcile_runs(
+            args.runs,
+            engine=args.engine,
+            master=master,
+            out=args.out,
+            driver_memory=args.driver_memory,
+            shuffle_partitions=args.shuffle_partitions,
+            max_instances=args.max_instances,
+            progress=False if args.no_progress else None,
+        )
+    print(json.dumps(result, indent=2))
+    return 0 if result["valid"] else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,171 @@
+"""Finding and reading the `sends` / `polls` tables of one or many runs (DESIGN.md §3), through Spark's Hadoop
+file systems, so a path may be local or any URI Spark reads (hdfs://, s3a://, file://, …).
+
+A run is a directory holding `sends.parquet` and `polls.parquet` — each a Parquet file or a directory of
+Parquet files (a history split into many files reads the same as one file) — or `sends/` and `polls/`
+directories of Parquet files. The run id is the directory's name. With several runs, every key is prefixed
+`<run id>/` so runs never mix.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from checker.schema import POLLS_SCHEMA, SENDS_SCHEMA
+from spark.errors import SparkReconcileError
+from spark.kernel import SRC_FAIL, SRC_INFO, SRC_OK, SRC_POLL
+from spark.session import first_line
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+_CANDIDATES = {"sends": ("sends.parquet", "sends"), "polls": ("polls.parquet", "polls")}
+_INTEGER_TYPES = {"bigint", "int", "smallint", "tinyint"}
+_NEEDED = {
+    "sends": ("value", "key", "offset", "op_index", "type"),
+    "polls": ("value", "key", "offset", "op_index", "type"),
+}
+_SCHEMAS = {"sends": SENDS_SCHEMA, "polls": POLLS_SCHEMA}
+
+
+@dataclass(frozen=True)
+class RunTables:
+    """Where one run's tables are, and the id its keys are namespaced with."""
+
+    run: str
+    path: str
+    sends: str
+    polls: str
+    bytes: int
+
+
+def _fs(spark: SparkSession, uri: str) -> tuple[Any, Any]:
+    jvm: Any = spark.sparkContext._jvm
+    conf = spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[union-attr]
+    path = jvm.org.apache.hadoop.fs.Path(uri)
+    return path.getFileSystem(conf), path
+
+
+def _join(base: str, name: str) -> str:
+    return base.rstrip("/") + "/" + name
+
+
+def resolve_runs(spark: SparkSession, paths: list[str]) -> list[RunTables]:
+    """The tables of each run directory in `paths`, or SparkReconcileError naming what is missing."""
+    if not paths:
+        raise SparkReconcileError("No run directory given. Pass one or more RUN_DIRs (results/<run id>).")
+    runs: list[RunTables] = []
+    seen: dict[str, int] = {}
+    for raw in paths:
+        base = raw.rstrip("/") or raw
+        try:
+            fs, root = _fs(spark, base)
+            if not fs.exists(root):
+                raise SparkReconcileError(
+                    f"Run directory {raw} does not exist. Pass a run's results directory "
+                    "(results/<run id>, holding sends.parquet and polls.parquet)."
+                )
+            found: dict[str, str] = {}
+            size = 0
+            for table, names in _CANDIDATES.items():
+                for name in names:
+                    uri = _join(base, name)
+                    tfs, tpath = _fs(spark, uri)
+                    if tfs.exists(tpath):
+                        found[table] = uri
+                        size += int(tfs.getContentSummary(tpath).getLength())
+                        break
+        except SparkReconcileError:
+            raise
+        except Exception as exc:
+            raise SparkReconcileError(
+                f"Cannot read {raw} ({first_line(exc)}). Check the path or URI and that Spark has the file "
+                "system for its scheme (e.g. hadoop-aws for s3a://)."
+            ) from None
+        missing = [t for t in ("sends", "polls") if t not in found]
+        if missing:
+            wanted = " and ".join(f"{t}.parquet" for t in missing)
+            raise SparkReconcileError(
+                f"{raw} has no {wanted}. A run directory must hold sends.parquet and polls.parquet (files or "
+                "directories of Parquet files), which `kafka-chaos check RUN_DIR` writes from history.jsonl; "
+                "run that first, or pass the directory that holds the tables."
+            )
+        run = base.rsplit("/", 1)[-1] or base
+        if run in seen:
+            seen[run] += 1
+            run = f"{run}#{seen[run]}"
+        else:
+            seen[run] = 1
+        runs.append(RunTables(run=run, path=raw, sends=found["sends"], polls=found["polls"], bytes=size))
+    return runs
+
+
+def _read(spark: SparkSession, uri: str, table: str) -> DataFrame:
+    try:
+        df = spark.read.parquet(uri)
+        types = dict(df.dtypes)
+    except Exception as exc:
+        raise SparkReconcileError(
+            f"{uri} is not a readable Parquet table ({first_line(exc)}). Regenerate it with "
+            "`kafka-chaos check RUN_DIR` (it rewrites sends.parquet and polls.parquet from history.jsonl), "
+            "or remove the damaged file."
+        ) from None
+    problems = []
+    for column in _NEEDED[table]:
+        kind = types.get(column)
+        want = "string" if column in {"key", "type"} else "integer"
+        if kind is None:
+            problems.append(f"no column '{column}'")
+        elif (want == "string") != (kind == "string") or (want == "integer" and kind not in _INTEGER_TYPES):
+            problems.append(f"column '{column}' is {kind}, not {want}")
+    if problems:
+        expected = ", ".join(f"{f.name} {f.type}" for f in _SCHEMAS[table])
+        raise SparkReconcileError(
+            f"{uri} is not a {table} table: {'; '.join(problems)}. The {table} table has the columns "
+            f"{expected} (DESIGN.md §3); regenerate it with `kafka-chaos check RUN_DIR`."
+        )
+    return df
+
+
+def load_rows(spark: SparkSession, runs: list[RunTables]) -> DataFrame:
+    """One narrow DataFrame of every ok poll record and every send of every run, in kernel.INPUT_SCHEMA:
+    `key` (prefixed with the run id when there are several runs), `value`, `offset`, `src`, `op`.
+
+    Each table is scanned once, only these columns are read (Parquet column pruning), nothing is shuffled.
+    """
+    from pyspark.sql import functions as F
+
+    frames: list[DataFrame] = []
+    prefix = len(runs) > 1
+    for run in runs:
+        sends = _read(spark, run.sends, "sends")
+        polls = _read(spark, run.polls, "polls")
+        key = F.concat(F.lit(run.run + "/"), F.col("key")) if prefix else F.col("key")
+        kind = F.col("type")
+        frames.append(
+            sends.select(
+                key.alias("key"),
+                F.col("value").cast("bigint").alias("value"),
+                F.col("offset").cast("bigint").alias("offset"),
+                F.when(kind == "ok", SRC_OK)
+                .when(kind == "fail", SRC_FAIL)
+                .otherwise(SRC_INFO)
+                .cast("tinyint")
+                .alias("src"),
+                F.col("op_index").cast("bigint").alias("op"),
+            )
+        )
+        frames.append(
+            polls.where(kind == "ok").select(
+                key.alias("key"),
+                F.col("value").cast("bigint").alias("value"),
+                F.col("offset").cast("bigint").alias("offset"),
+                F.lit(SRC_POLL).cast("tinyint").alias("src"),
+                F.col("op_index").cast("bigint").alias("op"),
+            )
+        )
+    union = frames[0]
+    for frame in frames[1:]:
+        union = union.unionByName(frame)
+    return union
