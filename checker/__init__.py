@@ -1,1 +1,31 @@
-"""kafka-chaos: checker."""
+"""kafka-chaos checker: Jepsen's Kafka anomalies over a run's history, with Kafka's verdicts.
+
+    from checker import check_run
+    result = check_run(Path("results/<run>"))        # history.jsonl → parquet + results.json
+    result["valid"], result["violations"]
+
+Lower level: `history_to_tables(path)` → HistoryTables (sends, polls, meta); `analyse(sends, polls, ...)`
+→ Analysis. See DESIGN.md §3–§4.
+"""
+
+from checker.analysis import ANOMALY_NAMES, Analysis, analyse
+from checker.errors import HistoryError
+from checker.faults import FaultSummary, FaultWindow, faults_from_history
+from checker.run import check_run
+from checker.tables import HistoryMeta, HistoryTables, history_to_tables, read_tables, write_tables
+
+__all__ = [
+    "ANOMALY_NAMES",
+    "Analysis",
+    "FaultSummary",
+    "FaultWindow",
+    "HistoryError",
+    "HistoryMeta",
+    "HistoryTables",
+    "analyse",
+    "check_run",
+    "faults_from_history",
+    "history_to_tables",
+    "read_tables",
+    "write_tables",
+]

@@ -1,0 +1,138 @@
+"""`analyse(sends, polls) -> Analysis`: Jepsen's Kafka checker (jepsen.tests.kafka) over the two tables.
+
+Pure: no I/O. The steps follow Jepsen's `analysis`:
+
+1. `prepare` (checker.context): reads by type, writer-of, must-have-committed?, and the version orders —
+   per key, the log of offsets → values seen there, from every ok poll and every send that must have
+   committed with a known offset; positions are dense indexes over the offsets observed.
+2. One function per anomaly (checker.anomalies.*), each with its reasoning in its docstring.
+3. Policy (checker.verdicts): which instances are bad by default, and the reference model's verdict on
+   each (violation / permitted).
+
+Output (DESIGN.md §4): `{"valid", "complete", "anomaly_counts", "anomalies", "violations", "stats"}`.
+`valid` is false exactly when some bad-by-default instance is present; a run *passes* when `violations` is
+empty. Names absent from `anomaly_counts` mean zero.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from checker.anomalies.log import duplicate_cases, inconsistent_offsets_cases
+from checker.anomalies.lost import lost_write_cases, unseen_cases, unseen_series
+from checker.anomalies.polls import int_poll_skip_nonmonotonic_cases, poll_skip_nonmonotonic_cases
+from checker.anomalies.sends import int_send_skip_nonmonotonic_cases, nonmonotonic_send_cases
+from checker.anomalies.txn import g0_cases, g1a_cases, g1c_cases, precommitted_read_cases
+from checker.context import I64, prepare
+from checker.faults import FaultSummary
+from checker.schema import ANOMALIES_BAD_BY_DEFAULT
+from checker.stats import run_stats
+from checker.verdicts import Judge, apply_verdicts, load_judge
+
+ANOMALY_NAMES: tuple[str, ...] = tuple(ANOMALIES_BAD_BY_DEFAULT)
+
+
+@dataclass
+class Analysis:
+    """The checker's result. `to_dict()` is the JSON of DESIGN.md §4."""
+
+    valid: bool
+    complete: bool
+    anomaly_counts: dict[str, int]
+    anomalies: dict[str, list[dict[str, Any]]]
+    violations: list[dict[str, Any]]
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        """No instance is a violation of what the configuration promises."""
+        return not self.violations
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "valid": self.valid,
+            "complete": self.complete,
+            "anomaly_counts": self.anomaly_counts,
+            "anomalies": self.anomalies,
+            "violations": self.violations,
+            "stats": self.stats,
+        }
+
+
+def find_anomalies(
+    sends: pa.Table, polls: pa.Table, *, subscribe_processes: frozenset[int] = frozenset()
+) -> tuple[dict[str, list[dict[str, Any]]], Any]:
+    """Every anomaly instance by name (empty lists included), and the Context they were found in."""
+    ctx = prepare(sends, polls)
+    found: dict[str, list[dict[str, Any]]] = {
+        "lost-write": lost_write_cases(ctx),
+        "unseen": unseen_cases(ctx),
+        "duplicate": duplicate_cases(ctx),
+        "inconsistent-offsets": inconsistent_offsets_cases(ctx),
+        **poll_skip_nonmonotonic_cases(ctx, subscribe_processes),
+        **int_poll_skip_nonmonotonic_cases(ctx),
+        "nonmonotonic-send": nonmonotonic_send_cases(ctx),
+        **int_send_skip_nonmonotonic_cases(ctx),
+        "G1a": g1a_cases(ctx),
+        "precommitted-read": precommitted_read_cases(ctx),
+        "G0": g0_cases(ctx),
+        "G1c": g1c_cases(ctx),
+    }
+    return {name: found[name] for name in ANOMALY_NAMES}, ctx
+
+
+def analyse(
+    sends: pa.Table,
+    polls: pa.Table,
+    *,
+    subscribe_processes: frozenset[int] = frozenset(),
+    config: Any = None,
+    faults: FaultSummary | Any = None,
+    complete: bool = True,
+    end_time: int | None = None,
+    op_counts: dict[str, dict[str, int]] | None = None,
+    ok_poll_times: I64 | None = None,
+    judge: Judge | None = None,
+) -> Analysis:
+    """Check a run's sends and polls tables.
+
+    `subscribe_processes`: consumers in subscribe mode (their poll-skips / nonmonotonic polls are allowed).
+    `config`: the run's configuration, passed to the reference model's verdicts as is.
+    `faults`: the FaultSummary of the run (`faults_from_history`); an empty one if None.
+    `complete`, `end_time`, `op_counts`, `ok_poll_times`: what only the history knows (see HistoryMeta);
+    without them, completeness is assumed and the statistics are derived from the tables alone.
+    `judge`: the verdict function; by default `reference_model.verdicts.judge` if it exists.
+    """
+    found, ctx = find_anomalies(sends, polls, subscribe_processes=subscribe_processes)
+    stats = run_stats(ctx, end_time=end_time, op_counts=op_counts, ok_poll_times=ok_poll_times)
+    stats["unseen_series"] = unseen_series(ctx, end_time=stats["duration_ns"])
+    if faults is None:
+        faults = FaultSummary(windows=(), end_time=int(stats["duration_ns"]))
+    anomalies = {name: inst for name, inst in found.items() if inst}
+    violations = apply_verdicts(anomalies, config=config, faults=faults, judge=judge or load_judge())
+    valid = not any(inst["bad"] for insts in anomalies.values() for inst in insts)
+    return Analysis(
+        valid=valid,
+        complete=complete,
+        anomaly_counts={name: len(inst) for name, inst in anomalies.items()},
+        anomalies=anomalies,
+        violations=violations,
+        stats=stats,
+    )
+
+
+def json_default(o: Any) -> Any:
+    """`json.dump(default=...)` for the few non-JSON types an analysis can hold."""
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return float(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, (set, frozenset)):
+        return sorted(o)
+    raise TypeError(f"not JSON serializable: {type(o).__name__}")

@@ -1,0 +1,42 @@
+"""Small helpers the anomaly functions share."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+
+import numpy as np
+
+from checker.context import BOOL, I64, Context
+
+MAX_LISTED = 1000
+"""Lists that can grow with the run (`skipped`) keep at most this many values; `delta` has the full size."""
+
+
+def op_refs(ctx: Context, sends_rows: BOOL | I64, polls_rows: BOOL | I64) -> list[tuple[int, int]]:
+    """(history index, time) of the ops behind some sends rows and polls rows, sorted and distinct."""
+    s, p = ctx.sends, ctx.polls
+    refs = {(int(s.op[r]), int(s.time[r])) for r in _rows(sends_rows)}
+    refs |= {(int(p.op[r]), int(p.time[r])) for r in _rows(polls_rows)}
+    return sorted(refs)
+
+
+def _rows(sel: BOOL | I64) -> Iterable[int]:
+    arr = np.asarray(sel)
+    return (int(i) for i in (np.flatnonzero(arr) if arr.dtype == np.bool_ else arr))
+
+
+def refs_by(groups: I64, ops: I64, times: I64) -> dict[int, set[tuple[int, int]]]:
+    """Group (op, time) pairs by an id (e.g. a pid or a log group)."""
+    out: dict[int, set[tuple[int, int]]] = defaultdict(set)
+    for g, o, t in zip(groups.tolist(), ops.tolist(), times.tolist(), strict=True):
+        out[g].add((o, t))
+    return out
+
+
+def with_ops(instance: dict[str, object], refs: Iterable[tuple[int, int]]) -> dict[str, object]:
+    """Add `ops` (history indexes) and the parallel `times` to an instance."""
+    ordered = sorted(refs)
+    instance["ops"] = [o for o, _ in ordered]
+    instance["times"] = [t for _, t in ordered]
+    return instance

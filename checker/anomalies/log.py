@@ -1,0 +1,116 @@
+"""Anomalies of a key's log itself: `inconsistent-offsets` and `duplicate`."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+
+from checker.anomalies._common import refs_by, with_ops
+from checker.context import Context
+
+
+def inconsistent_offsets_cases(ctx: Context) -> list[dict[str, Any]]:
+    """One offset of a key holds two or more different values (Jepsen's `version-orders` `:errors`).
+
+    Every ok poll and every send that must have committed tells us "offset o of key k holds value v". A
+    Kafka partition is a log: an offset, once assigned, holds one record forever. If two observations
+    disagree, the log diverged at that offset: a leader's log was truncated and the offset rewritten with
+    another record (e.g. an unclean election, or acks=1 data lost on failover while consumers had already
+    read it).
+
+    Instance: `key`, `offset` (the Kafka offset), `index` (its dense position), `values` (sorted), and the
+    `ops` that sent or read any of those values at that offset, with their `times`.
+    """
+    vo = ctx.vo
+    bad = np.flatnonzero(vo.g_nvalues >= 2)
+    if not len(bad):
+        return []
+    s, p = ctx.sends, ctx.polls
+    entry = np.isin(vo.e_group, bad)
+    values: dict[int, list[int]] = defaultdict(list)
+    for g, v in zip(vo.e_group[entry].tolist(), vo.e_value[entry].tolist(), strict=True):
+        values[g].append(v)
+
+    # Which group does each committed send / poll row fall in? Only rows at a bad (key, offset) matter.
+    where = {(int(vo.g_key[g]), int(vo.g_offset[g])): int(g) for g in bad}
+    bad_offsets = vo.g_offset[bad]
+    s_rows = np.flatnonzero(ctx.committed & s.has_offset & np.isin(s.offset, bad_offsets))
+    p_rows = np.flatnonzero(np.isin(p.offset, bad_offsets))
+    group_of: list[int] = []
+    ops: list[int] = []
+    times: list[int] = []
+    for rows, keys, offs, op, time in (
+        (s_rows, s.key, s.offset, s.op, s.time),
+        (p_rows, p.key, p.offset, p.op, p.time),
+    ):
+        for r in rows.tolist():
+            g = where.get((int(keys[r]), int(offs[r])))
+            if g is not None:
+                group_of.append(g)
+                ops.append(int(op[r]))
+                times.append(int(time[r]))
+    refs = refs_by(np.asarray(group_of), np.asarray(ops), np.asarray(times))
+    out = []
+    for g in bad.tolist():
+        k = int(vo.g_key[g])
+        out.append(
+            with_ops(
+                {
+                    "key": ctx.keys[k],
+                    "offset": int(vo.g_offset[g]),
+                    "index": int(vo.g_index[g]),
+                    "values": sorted(values[g]),
+                },
+                refs[g],
+            )
+        )
+    return out
+
+
+def duplicate_cases(ctx: Context) -> list[dict[str, Any]]:
+    """One value appears at more than one offset of a key (Jepsen's `duplicate-cases`).
+
+    Values are unique per run, and each send is one record; a value that polls (or acknowledged sends) place
+    at two offsets was written twice: typically a producer retry after a lost acknowledgement without
+    idempotence, or a log rewritten after a divergence.
+
+    Instance: `key`, `value`, `count` (number of offsets), `offsets` (Kafka offsets, ascending), `indexes`
+    (their dense positions), and the `ops` that sent or read the value at any of them, with `times`.
+    """
+    vo = ctx.vo
+    counts = np.bincount(vo.e_pid, minlength=ctx.n_pairs)
+    dup = np.flatnonzero(counts > 1)
+    if not len(dup):
+        return []
+    entry = np.isin(vo.e_pid, dup)
+    offsets: dict[int, list[int]] = defaultdict(list)
+    indexes: dict[int, list[int]] = defaultdict(list)
+    for pid, g in zip(vo.e_pid[entry].tolist(), vo.e_group[entry].tolist(), strict=True):
+        offsets[pid].append(int(vo.g_offset[g]))
+        indexes[pid].append(int(vo.g_index[g]))
+    s, p = ctx.sends, ctx.polls
+    s_rows = np.isin(s.pid, dup)
+    p_rows = np.isin(p.pid, dup)
+    refs = refs_by(
+        np.concatenate([s.pid[s_rows], p.pid[p_rows]]),
+        np.concatenate([s.op[s_rows], p.op[p_rows]]),
+        np.concatenate([s.time[s_rows], p.time[p_rows]]),
+    )
+    order = np.lexsort((ctx.pair_value[dup], ctx.pair_key[dup]))
+    out = []
+    for pid in dup[order].tolist():
+        out.append(
+            with_ops(
+                {
+                    "key": ctx.keys[int(ctx.pair_key[pid])],
+                    "value": int(ctx.pair_value[pid]),
+                    "count": len(offsets[pid]),
+                    "offsets": offsets[pid],
+                    "indexes": indexes[pid],
+                },
+                refs[pid],
+            )
+        )
+    return out

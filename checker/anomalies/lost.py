@@ -1,0 +1,167 @@
+"""Acknowledged values that reads do not show: `lost-write` and `unseen`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from checker.anomalies._common import with_ops
+from checker.context import I64, OK, Context
+
+_BIG = np.iinfo(np.int64).max
+
+
+def lost_write_cases(ctx: Context) -> list[dict[str, Any]]:
+    """Values we must have read, and did not (Jepsen's `lost-write-cases`, exactly).
+
+    We cannot expect to read everything: a value sent just before the end may never be polled, and a
+    consumer may lag. What we can say is this: if an ok poll of key k read a value at position i, then a
+    reader got that far into k's log, so every value *before* i should have been read by someone too.
+
+    Precisely, per key k (positions are dense indexes in k's version order; see `VersionOrders`):
+
+    1. `bound` = the largest, over all values read by ok polls of k, of the *first* position at which that
+       value appears in the log (the first, so that a value duplicated further on does not stretch the
+       bound). -1 if k was never read.
+    2. must-read = the values whose *last* position is ≤ bound (the last, so that a value also found at a
+       later offset, or one whose offset holds conflicting values, is not claimed too early).
+    3. lost = must-read − values read by ok polls of k, keeping only values whose send must have committed
+       (its op was ok, or info and some value it sent was read). A value whose offset was never learned
+       (from an ack or a read) has no position and is never lost: it can only be `unseen`.
+
+    Instance: `key`, `value`, `offset` (where its send was acknowledged), `index` (its first position),
+    `max_read_index` (the bound), `process`, `ops` [writer, a reader at the bound] with `times`,
+    `invoke_time` / `complete_time` of the send, and `max_read_value` / `max_read_offset`: what that reader
+    saw at the bound (Jepsen names an arbitrary reader of a value at the bound; we name the earliest).
+    """
+    vo = ctx.vo
+    s, p = ctx.sends, ctx.polls
+    nk = len(ctx.keys)
+    bound = np.full(nk, -1, dtype=np.int64)
+    read_pids = np.flatnonzero(ctx.read)
+    np.maximum.at(bound, ctx.pair_key[read_pids], vo.first_index[read_pids])
+
+    w = ctx.writer
+    has_writer = w >= 0
+    writer_committed = np.zeros(ctx.n_pairs, dtype=bool)
+    writer_committed[has_writer] = ctx.committed[w[has_writer]]
+    last = vo.last_index
+    lost = (last >= 0) & (last <= bound[ctx.pair_key]) & ~ctx.read & writer_committed
+    lost_pids = np.flatnonzero(lost)
+    if not len(lost_pids):
+        return []
+
+    # The earliest ok poll row that read, per key, a value whose first position is the bound.
+    at_bound = vo.first_index[p.pid] == bound[p.key]
+    max_read_row = np.full(nk, -1, dtype=np.int64)
+    rows = np.flatnonzero(at_bound)
+    # rows are in op order, so the first row per key is the earliest
+    keys_seen, first_pos = np.unique(p.key[rows], return_index=True)
+    max_read_row[keys_seen] = rows[first_pos]
+
+    order = np.lexsort((vo.first_index[lost_pids], ctx.pair_key[lost_pids]))
+    out = []
+    for pid in lost_pids[order].tolist():
+        k = int(ctx.pair_key[pid])
+        row = int(w[pid])
+        mr = int(max_read_row[k])
+        refs = [(int(s.op[row]), int(s.time[row]))]
+        inst: dict[str, Any] = {
+            "key": ctx.keys[k],
+            "value": int(ctx.pair_value[pid]),
+            "offset": int(s.offset[row]) if s.has_offset[row] else None,
+            "index": int(vo.first_index[pid]),
+            "max_read_index": int(bound[k]),
+            "process": int(s.process[row]),
+            "invoke_time": int(s.invoke_time[row]),
+            "complete_time": int(s.complete_time[row]) if s.complete_time[row] >= 0 else None,
+        }
+        if mr >= 0:
+            refs.append((int(p.op[mr]), int(p.time[mr])))
+            inst["max_read_value"] = int(p.value[mr])
+            inst["max_read_offset"] = int(p.offset[mr])
+        out.append(with_ops(inst, refs))
+    return out
+
+
+def unseen_cases(ctx: Context) -> list[dict[str, Any]]:
+    """Acknowledged values no ok poll read by the end of the history (Jepsen's `unseen`, final state).
+
+    An `ok` send is a promise that the record is in the log; if no poll ever returned it, it is either lost
+    or merely not yet read (the consumer lagged, or the final drain read did not finish). Unseen alone
+    cannot tell the two apart, `lost-write` can for the values below what readers reached. Only ok sends
+    count (an info send may never have happened).
+
+    One instance per key: `key`, `count`, `values` (ascending), the writers' `ops` and ack `times` (parallel
+    to `values`), and `first_time` / `last_time` of those acks. The series over time is
+    `unseen_series`.
+    """
+    s = ctx.sends
+    rows = np.flatnonzero((s.type == OK) & ~ctx.read[s.pid])
+    if not len(rows):
+        return []
+    order = np.lexsort((s.value[rows], s.key[rows]))
+    rows = rows[order]
+    keys = s.key[rows]
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    ends = np.r_[starts[1:], len(rows)]
+    out = []
+    for a, b in zip(starts.tolist(), ends.tolist(), strict=True):
+        r = rows[a:b]
+        times = s.time[r]
+        out.append(
+            {
+                "key": ctx.keys[int(keys[a])],
+                "count": int(b - a),
+                "values": s.value[r].tolist(),
+                "ops": s.op[r].tolist(),
+                "times": times.tolist(),
+                "first_time": int(times.min()),
+                "last_time": int(times.max()),
+            }
+        )
+    return out
+
+
+def unseen_series(
+    ctx: Context, *, end_time: int | None = None, bucket_ns: int = 1_000_000_000, max_keys: int = 32
+) -> dict[str, Any]:
+    """How many acknowledged values were unseen over time (Jepsen's `unseen` series, per time bucket).
+
+    A value is unseen from its ack (the ok send's completion) until the first ok poll that read it (or, if
+    a poll read it before the ack arrived, not at all). The series gives, at the end of each bucket, the
+    number of unseen values in total and for the keys that ever had the most (at most `max_keys` of them).
+    """
+    s = ctx.sends
+    ok = np.flatnonzero(s.type == OK)
+    sent = s.time[ok]
+    read_at = ctx.first_read_time[s.pid[ok]]
+    gone = np.maximum(sent, read_at)  # _BIG when never read
+    end = int(end_time if end_time is not None else (int(sent.max()) if len(sent) else 0))
+    nb = end // bucket_ns + 1
+    series: dict[str, Any] = {"bucket_ns": bucket_ns, "total": _count(sent, gone, nb, bucket_ns)}
+    keys = s.key[ok]
+    if len(ok):
+        peak: dict[int, int] = {}
+        by_key: dict[int, list[int]] = {}
+        for k in np.unique(keys).tolist():
+            m = keys == k
+            counts = _count(sent[m], gone[m], nb, bucket_ns)
+            if max(counts, default=0) > 0:
+                peak[k] = max(counts)
+                by_key[k] = counts
+        top = sorted(peak, key=lambda k: (-peak[k], k))[:max_keys]
+        series["by_key"] = {ctx.keys[k]: by_key[k] for k in sorted(top)}
+    else:
+        series["by_key"] = {}
+    return series
+
+
+def _count(sent: I64, gone: I64, nb: int, bucket_ns: int) -> list[int]:
+    """Per bucket: values acked by the bucket's end minus values read by then."""
+    added = np.bincount(np.minimum(sent // bucket_ns, nb - 1), minlength=nb)
+    read = gone < _BIG
+    removed = np.bincount(np.minimum(gone[read] // bucket_ns, nb), minlength=nb + 1)[:nb]
+    series: list[int] = (np.cumsum(added) - np.cumsum(removed)).tolist()
+    return series

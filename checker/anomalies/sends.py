@@ -1,0 +1,114 @@
+"""Producers whose records land out of order: `nonmonotonic-send`, `int-nonmonotonic-send`,
+`int-send-skip`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from checker.anomalies._common import MAX_LISTED
+from checker.context import FAIL, Context, deltas
+
+
+def _offset(ctx: Context, row: int) -> int | None:
+    s = ctx.sends
+    return int(s.offset[row]) if s.has_offset[row] else None
+
+
+def int_send_skip_nonmonotonic_cases(ctx: Context) -> dict[str, list[dict[str, Any]]]:
+    """Inside one op, consecutive sends to a key that skip or go backwards (Jepsen's
+    `int-send-skip+nonmonotonic-cases`).
+
+    For each pair of successive values v1, v2 sent to one key by one op (any completed type, as in Jepsen),
+    with positions i1, i2 in the version order, the delta is i2 - i1 (1 if either is unknown). delta < 1 is
+    `int-nonmonotonic-send`: the producer sent v1 before v2, yet v2 sits at or before v1 in the log — the
+    order of one producer's records to one partition was not kept. delta > 1 is `int-send-skip`: another
+    producer's record landed between the two; that is normal for concurrent producers and for transactions,
+    so `int-send-skip` is not bad by default.
+
+    Instances: `key`, `process`, `values` [v1, v2], `offsets` (as acknowledged, null when unknown), `delta`,
+    (`skipped`), `ops` [the op] and `times`.
+    """
+    s = ctx.sends
+    out: dict[str, list[dict[str, Any]]] = {"int-send-skip": [], "int-nonmonotonic-send": []}
+    if len(s) < 2:
+        return out
+    pos = np.arange(len(s), dtype=np.int64)
+    order = np.lexsort((pos, s.key, s.op))
+    op, key = s.op[order], s.key[order]
+    idx = ctx.vo.by_value[s.pid[order]]
+    same = np.zeros(len(order), dtype=bool)
+    same[1:] = (op[1:] == op[:-1]) & (key[1:] == key[:-1])
+    d = np.zeros(len(order), dtype=np.int64)
+    d[1:] = deltas(idx[:-1], idx[1:])
+    for j in np.flatnonzero(same & ((d > 1) | (d < 1))).tolist():
+        a, b = int(order[j - 1]), int(order[j])
+        delta = int(d[j])
+        k = int(key[j])
+        inst: dict[str, Any] = {
+            "key": ctx.keys[k],
+            "process": int(s.process[b]),
+            "values": [int(s.value[a]), int(s.value[b])],
+            "offsets": [_offset(ctx, a), _offset(ctx, b)],
+            "delta": delta,
+        }
+        if delta > 1:
+            inst["skipped"] = ctx.vo.values_between(k, int(idx[j - 1]), int(idx[j]), MAX_LISTED)
+        inst["ops"] = [int(s.op[b])]
+        inst["times"] = [int(s.time[b])]
+        out["int-send-skip" if delta > 1 else "int-nonmonotonic-send"].append(inst)
+    return out
+
+
+def nonmonotonic_send_cases(ctx: Context) -> list[dict[str, Any]]:
+    """Across successive ops of one process, a later send to a key lands at or before an earlier one
+    (Jepsen's `nonmonotonic-send-cases`).
+
+    Over each process's ok and info send ops in order, compare the first value an op sent to a key with the
+    last value the process's previous op sent to that key; with positions i, i', delta = i' - i (1 if
+    either is unknown), and delta < 1 is an anomaly: one producer's writes to a partition were reordered
+    (e.g. retries of an earlier batch landing after a later one without idempotence). Failed sends are
+    skipped: they did not happen. As in Jepsen there is no send-skip across ops: other producers write in
+    between all the time.
+
+    Instances: `key`, `process`, `values` [v, v'], `offsets` (as acknowledged), `delta`, `ops` [previous op,
+    this op] and `times`.
+    """
+    s = ctx.sends
+    rows = np.flatnonzero(s.type != FAIL)
+    if len(rows) < 2:
+        return []
+    # (op, key) groups in row order, then ordered by (process, key, op).
+    o1 = np.lexsort((rows, s.key[rows], s.op[rows]))
+    rows = rows[o1]
+    op, key = s.op[rows], s.key[rows]
+    new = np.ones(len(rows), dtype=bool)
+    new[1:] = (op[1:] != op[:-1]) | (key[1:] != key[:-1])
+    first = rows[new]
+    last = rows[np.r_[np.flatnonzero(new)[1:] - 1, len(rows) - 1]]
+    g = np.lexsort((s.op[first], s.key[first], s.process[first]))
+    first, last = first[g], last[g]
+    proc, gkey = s.process[first], s.key[first]
+    follows = np.zeros(len(first), dtype=bool)
+    follows[1:] = (proc[1:] == proc[:-1]) & (gkey[1:] == gkey[:-1])
+    by_value = ctx.vo.by_value
+    i_prev = by_value[s.pid[last]]
+    i_cur = by_value[s.pid[first]]
+    d = np.zeros(len(first), dtype=np.int64)
+    d[1:] = deltas(i_prev[:-1], i_cur[1:])
+    out = []
+    for j in np.flatnonzero(follows & (d < 1)).tolist():
+        a, b = int(last[j - 1]), int(first[j])
+        out.append(
+            {
+                "key": ctx.keys[int(gkey[j])],
+                "process": int(s.process[b]),
+                "values": [int(s.value[a]), int(s.value[b])],
+                "offsets": [_offset(ctx, a), _offset(ctx, b)],
+                "delta": int(d[j]),
+                "ops": [int(s.op[a]), int(s.op[b])],
+                "times": [int(s.time[a]), int(s.time[b])],
+            }
+        )
+    return out

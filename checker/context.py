@@ -1,0 +1,308 @@
+"""The shared intermediate state of an analysis (Jepsen's `analysis` map), as numpy arrays.
+
+Every anomaly function reads one `Context`. Nothing here loops over rows in Python.
+
+Codes:
+- keys are coded 0..K-1 in order of their names, so sorting by key code sorts by name;
+- every (key, value) pair that occurs in either table gets a dense *pair id* 0..P-1 (`pid`), so per-value
+  facts (read? who wrote it? its position in the log?) are plain arrays indexed by pid.
+
+Jepsen's structures and their counterparts here:
+- `reads-by-type :ok`        → `read[pid]` (the only polls in the table are ok ones)
+- `writer-of`                → `writer[pid]`: the sends row that wrote the value (the last one, as in Jepsen)
+- `must-have-committed?`     → `committed[row]`: the send's op was ok, or was info and some value it sent
+                                was read by an ok poll
+- `version-orders`           → `VersionOrders` (see there)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+I64 = npt.NDArray[np.int64]
+BOOL = npt.NDArray[np.bool_]
+
+OK, INFO, FAIL = 0, 1, 2
+TYPE_CODES = {"ok": OK, "info": INFO, "fail": FAIL}
+_BIG = np.iinfo(np.int64).max
+
+
+def _np(col: pa.ChunkedArray | pa.Array, null: int | None = None) -> I64:
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    if null is not None and arr.null_count:
+        arr = pc.fill_null(arr, null)
+    return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+@dataclass(frozen=True, eq=False)
+class SendCols:
+    """The sends table as arrays; offsets and complete times are -1 where null."""
+
+    value: I64
+    key: I64
+    offset: I64
+    has_offset: BOOL
+    process: I64
+    op: I64
+    type: I64
+    invoke_time: I64
+    complete_time: I64
+    pid: I64
+    time: I64
+    """When the send's outcome was known: its completion, or its invoke if it never completed."""
+
+    def __len__(self) -> int:
+        return len(self.value)
+
+
+@dataclass(frozen=True, eq=False)
+class PollCols:
+    """The polls table as arrays."""
+
+    value: I64
+    key: I64
+    offset: I64
+    process: I64
+    op: I64
+    time: I64
+    pid: I64
+
+    def __len__(self) -> int:
+        return len(self.value)
+
+
+@dataclass(frozen=True, eq=False)
+class VersionOrders:
+    """Jepsen's `version-orders`, for every key at once.
+
+    The *log* of a key maps each offset to the set of values seen there, by any ok poll or by any send
+    that must have committed and whose offset is known. Its *groups* are the distinct (key, offset) pairs
+    holding something, sorted by key then offset; a group's *index* (position) is its rank among its key's
+    groups, so offsets never observed are skipped: the dense positions Jepsen uses.
+
+    Jepsen's `:by-index` takes `first` of each offset's set of values, an arbitrary one when an offset holds
+    several (inconsistent offsets); here it is the smallest, so that the result is deterministic.
+    `:by-value` maps a value to the *last* position at which it was so chosen (Jepsen builds it with
+    `into {}`, where later entries win).
+    """
+
+    g_key: I64
+    g_offset: I64
+    g_index: I64
+    g_nvalues: I64
+    g_value: I64
+    """The value at each group in `:by-index` (the smallest when there are several)."""
+    key_start: I64
+    """Groups of key k are `key_start[k]:key_start[k + 1]`."""
+    e_group: I64
+    """Distinct (key, offset, value) log entries, sorted, and the group of each."""
+    e_value: I64
+    e_pid: I64
+    by_value: I64
+    """Per pid: its position in `:by-index`, -1 if none."""
+    first_index: I64
+    """Per pid: the first position at which the value appears in the log, -1 if never."""
+    last_index: I64
+    """Per pid: the last position at which the value appears in the log, -1 if never."""
+
+    def values_between(self, key: int, i1: int, i2: int, limit: int) -> list[int]:
+        """`:by-index` values strictly between positions i1 and i2 of `key`, at most `limit` of them."""
+        start = int(self.key_start[key])
+        lo, hi = start + i1 + 1, start + min(i2, i1 + 1 + limit)
+        return [int(v) for v in self.g_value[lo:hi]]
+
+    def offset_at(self, key: int, index: int) -> int:
+        return int(self.g_offset[int(self.key_start[key]) + index])
+
+
+@dataclass(frozen=True, eq=False)
+class Context:
+    """Everything the anomaly functions share."""
+
+    keys: list[str]
+    sends: SendCols
+    polls: PollCols
+    n_pairs: int
+    pair_key: I64
+    pair_value: I64
+    read: BOOL
+    first_read_time: I64
+    """Per pid: the earliest completion time of an ok poll that read it (int64 max if never read)."""
+    writer: I64
+    """Per pid: the sends row that wrote it, -1 if none."""
+    committed: BOOL
+    """Per sends row: its op must have committed (Jepsen's `must-have-committed?`)."""
+    vo: VersionOrders
+    memo: dict[str, Any] = field(default_factory=dict)
+
+
+def _sorted_if_needed(op: I64) -> npt.NDArray[np.intp] | None:
+    if len(op) > 1 and bool(np.any(op[1:] < op[:-1])):
+        return np.argsort(op, kind="stable")
+    return None
+
+
+def prepare(sends: pa.Table, polls: pa.Table) -> Context:
+    """Build the Context from the two tables (SENDS_SCHEMA, POLLS_SCHEMA)."""
+    # Row order matters for the in-op checks; make sure rows are grouped by op (stable, so in-op order stays).
+    s_op = _np(sends.column("op_index"))
+    order = _sorted_if_needed(s_op)
+    if order is not None:
+        sends = sends.take(pa.array(order))
+        s_op = s_op[order]
+    p_op = _np(polls.column("op_index"))
+    order = _sorted_if_needed(p_op)
+    if order is not None:
+        polls = polls.take(pa.array(order))
+        p_op = p_op[order]
+    n_s = sends.num_rows
+
+    # Keys, coded in name order.
+    all_keys = pa.concat_arrays(
+        [sends.column("key").combine_chunks().cast(pa.string()), polls.column("key").combine_chunks()]
+    )
+    enc = pc.dictionary_encode(all_keys)
+    names: list[str] = enc.dictionary.to_pylist()
+    rank = np.empty(len(names), dtype=np.int64)
+    rank[np.argsort(np.array(names, dtype=object), kind="stable")] = np.arange(len(names))
+    key_all = rank[np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)]
+    keys = sorted(names)
+    nk = len(keys)
+
+    s_val = _np(sends.column("value"))
+    p_val = _np(polls.column("value"))
+    val_all = np.concatenate([s_val, p_val])
+    vcode, uniq_vals = pd.factorize(val_all)
+    composite = key_all * np.int64(max(len(uniq_vals), 1)) + vcode.astype(np.int64)
+    pid_codes, _ = pd.factorize(composite)
+    pid_all = pid_codes.astype(np.int64)
+    n_pairs = int(pid_all.max()) + 1 if len(pid_all) else 0
+    pair_key = np.zeros(n_pairs, dtype=np.int64)
+    pair_value = np.zeros(n_pairs, dtype=np.int64)
+    pair_key[pid_all] = key_all
+    pair_value[pid_all] = val_all
+
+    s_off_col = sends.column("offset").combine_chunks()
+    s_type_names = sends.column("type").combine_chunks()
+    s_type = np.full(n_s, INFO, dtype=np.int64)
+    for name, code in TYPE_CODES.items():
+        s_type[np.asarray(pc.equal(s_type_names, name).to_numpy(zero_copy_only=False), dtype=bool)] = code
+    invoke_time = _np(sends.column("invoke_time"))
+    complete_time = _np(sends.column("complete_time"), -1)
+    s = SendCols(
+        value=s_val,
+        key=key_all[:n_s],
+        offset=_np(s_off_col, -1),
+        has_offset=np.asarray(s_off_col.is_valid().to_numpy(zero_copy_only=False), dtype=bool),
+        process=_np(sends.column("process")),
+        op=s_op,
+        type=s_type,
+        invoke_time=invoke_time,
+        complete_time=complete_time,
+        pid=pid_all[:n_s],
+        time=np.where(complete_time >= 0, complete_time, invoke_time),
+    )
+    p = PollCols(
+        value=p_val,
+        key=key_all[n_s:],
+        offset=_np(polls.column("offset")),
+        process=_np(polls.column("process")),
+        op=p_op,
+        time=_np(polls.column("time")),
+        pid=pid_all[n_s:],
+    )
+
+    read = np.zeros(n_pairs, dtype=bool)
+    read[p.pid] = True
+    first_read_time = np.full(n_pairs, _BIG, dtype=np.int64)
+    np.minimum.at(first_read_time, p.pid, p.time)
+    writer = np.full(n_pairs, -1, dtype=np.int64)
+    np.maximum.at(writer, s.pid, np.arange(n_s, dtype=np.int64))
+
+    # must-have-committed?: ok, or info with some send of the same op read by an ok poll.
+    info = s.type == INFO
+    info_read_ops = np.unique(s.op[info & read[s.pid]])
+    committed = (s.type == OK) | (info & np.isin(s.op, info_read_ops))
+
+    vo = _version_orders(s, p, committed, nk, n_pairs)
+    return Context(
+        keys=keys,
+        sends=s,
+        polls=p,
+        n_pairs=n_pairs,
+        pair_key=pair_key,
+        pair_value=pair_value,
+        read=read,
+        first_read_time=first_read_time,
+        writer=writer,
+        committed=committed,
+        vo=vo,
+    )
+
+
+def _starts(*cols: I64) -> BOOL:
+    """True where a run of equal tuples starts, for arrays sorted by those columns."""
+    n = len(cols[0])
+    new = np.zeros(n, dtype=bool)
+    if n:
+        new[0] = True
+        for c in cols:
+            new[1:] |= c[1:] != c[:-1]
+    return new
+
+
+def _version_orders(s: SendCols, p: PollCols, committed: BOOL, nk: int, n_pairs: int) -> VersionOrders:
+    """Jepsen's `version-orders`: the log from every (ok) poll and every committed send with an offset."""
+    use = committed & s.has_offset
+    k = np.concatenate([s.key[use], p.key])
+    o = np.concatenate([s.offset[use], p.offset])
+    v = np.concatenate([s.value[use], p.value])
+    pid = np.concatenate([s.pid[use], p.pid])
+    order = np.lexsort((v, o, k))
+    k, o, v, pid = k[order], o[order], v[order], pid[order]
+    distinct = _starts(k, o, v)
+    k, o, v, pid = k[distinct], o[distinct], v[distinct], pid[distinct]
+
+    gstart = _starts(k, o)
+    first = np.flatnonzero(gstart)
+    g_key, g_offset, g_value = k[first], o[first], v[first]
+    g_nvalues = np.diff(np.append(first, len(k))).astype(np.int64)
+    key_start = np.searchsorted(g_key, np.arange(nk + 1, dtype=np.int64)).astype(np.int64)
+    g_index = np.arange(len(first), dtype=np.int64) - key_start[g_key]
+    e_group = (np.cumsum(gstart) - 1).astype(np.int64)
+    e_index = g_index[e_group] if len(e_group) else e_group
+
+    first_index = np.full(n_pairs, _BIG, dtype=np.int64)
+    np.minimum.at(first_index, pid, e_index)
+    first_index[first_index == _BIG] = -1
+    last_index = np.full(n_pairs, -1, dtype=np.int64)
+    np.maximum.at(last_index, pid, e_index)
+    by_value = np.full(n_pairs, -1, dtype=np.int64)
+    np.maximum.at(by_value, pid[first], g_index)
+    return VersionOrders(
+        g_key=g_key,
+        g_offset=g_offset,
+        g_index=g_index,
+        g_nvalues=g_nvalues,
+        g_value=g_value,
+        key_start=key_start,
+        e_group=e_group,
+        e_value=v,
+        e_pid=pid,
+        by_value=by_value,
+        first_index=first_index,
+        last_index=last_index,
+    )
+
+
+def deltas(prev_index: I64, cur_index: I64) -> I64:
+    """Jepsen's delta between two positions: their difference when both are known, else 1 (no claim)."""
+    known = (prev_index >= 0) & (cur_index >= 0)
+    return np.where(known, cur_index - prev_index, 1).astype(np.int64)

@@ -1,0 +1,157 @@
+"""The fault schedule as it happened, from the nemesis events in the history.
+
+The nemesis records an `invoke` when it asks for a fault or a heal and an `info` when that took effect
+(DESIGN.md §3). A *fault window* runs from the moment a fault took effect to the moment its heal took effect
+(or to the end of the history if it was never healed). Which event heals which fault:
+
+- `restart` heals `kill`, `start` heals `stop`, `resume` heals `pause` — on the same nodes when both events
+  name nodes (`value["nodes"]`), else every open fault of that kind;
+- `heal` heals every open fault that is not a process fault (`kill`, `stop`, `pause`): partitions and
+  client-link faults;
+- `heal-<f>` and `<f>-heal` heal open faults of kind `<f>`;
+- any other f starts a fault.
+
+An event with only an `invoke` (the run stopped before it took effect) is taken to act at its invoke time,
+the conservative reading for a verdict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from checker.tables import NemesisEvent
+
+PROCESS_FAULTS = frozenset({"kill", "stop", "pause"})
+HEALS = {"restart": "kill", "start": "stop", "resume": "pause"}
+
+
+@dataclass(frozen=True)
+class FaultWindow:
+    """One fault, from when it took effect to when its heal did."""
+
+    f: str
+    value: Any
+    nodes: tuple[int, ...]
+    start: int
+    end: int | None
+    """None: never healed within the history."""
+    heal: str | None
+    index: int
+    """History index of the event that started it."""
+
+    def overlaps(self, start: int, end: int | None) -> bool:
+        """Whether the window intersects [start, end] (end None: until the end of the history)."""
+        return (end is None or self.start <= end) and (self.end is None or start <= self.end)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "f": self.f,
+            "value": self.value,
+            "nodes": list(self.nodes),
+            "start": self.start,
+            "end": self.end,
+            "heal": self.heal,
+            "index": self.index,
+        }
+
+
+@dataclass(frozen=True)
+class FaultSummary:
+    """What faults the run saw, and when: the input to the verdicts besides the configuration."""
+
+    windows: tuple[FaultWindow, ...]
+    end_time: int
+
+    @property
+    def kinds(self) -> frozenset[str]:
+        return frozenset(w.f for w in self.windows)
+
+    def active(self, start: int, end: int | None = None) -> tuple[FaultWindow, ...]:
+        """Fault windows that intersect [start, end] (a point in time when end is None and start given)."""
+        return tuple(w for w in self.windows if w.overlaps(start, start if end is None else end))
+
+    def before(self, time: int) -> tuple[FaultWindow, ...]:
+        """Faults that had taken effect by `time`."""
+        return tuple(w for w in self.windows if w.start <= time)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"end_time": self.end_time, "windows": [w.to_dict() for w in self.windows]}
+
+
+def _nodes(value: Any) -> tuple[int, ...]:
+    if isinstance(value, dict):
+        nodes = value.get("nodes")
+        if isinstance(nodes, list):
+            return tuple(n for n in nodes if isinstance(n, int))
+    return ()
+
+
+def _heals(f: str) -> str | None:
+    """The fault kind an event heals, '*' for the general `heal`, None if it starts a fault."""
+    if f in HEALS:
+        return HEALS[f]
+    if f == "heal":
+        return "*"
+    if f.startswith("heal-") and len(f) > 5:
+        return f[5:]
+    if f.endswith("-heal") and len(f) > 5:
+        return f[:-5]
+    return None
+
+
+def _effective(events: Iterable[NemesisEvent]) -> list[NemesisEvent]:
+    """One event per nemesis action: its `info` (when it took effect), or its `invoke` if none followed."""
+    out: list[NemesisEvent] = []
+    pending: NemesisEvent | None = None
+    for e in events:
+        if e.type == "invoke":
+            if pending is not None:
+                out.append(pending)
+            pending = e
+        else:
+            if pending is not None and pending.f == e.f:
+                # the completion may not repeat the value; keep the invoke's if so
+                value = e.value if e.value is not None else pending.value
+                out.append(NemesisEvent(pending.index, e.time, e.type, e.f, value))
+            else:
+                if pending is not None:
+                    out.append(pending)
+                out.append(e)
+            pending = None
+    if pending is not None:
+        out.append(pending)
+    return out
+
+
+def faults_from_history(events: Sequence[NemesisEvent], *, end_time: int = 0) -> FaultSummary:
+    """Fault windows from the nemesis events of a history (see the module docstring for the pairing)."""
+    open_: list[tuple[NemesisEvent, tuple[int, ...]]] = []
+    windows: list[FaultWindow] = []
+
+    def close(ev: NemesisEvent, pick: list[tuple[NemesisEvent, tuple[int, ...]]]) -> None:
+        for item in pick:
+            start, nodes = item
+            open_.remove(item)
+            windows.append(FaultWindow(start.f, start.value, nodes, start.time, ev.time, ev.f, start.index))
+
+    for ev in _effective(events):
+        kind = _heals(ev.f)
+        if kind is None:
+            open_.append((ev, _nodes(ev.value)))
+            continue
+        if kind == "*":
+            close(ev, [item for item in open_ if item[0].f not in PROCESS_FAULTS])
+            continue
+        same = [item for item in open_ if item[0].f == kind]
+        healed = set(_nodes(ev.value))
+        if healed:
+            targeted = [item for item in same if not item[1] or set(item[1]) & healed]
+            same = targeted or same
+        close(ev, same)
+    for start, nodes in open_:
+        windows.append(FaultWindow(start.f, start.value, nodes, start.time, None, None, start.index))
+    windows.sort(key=lambda w: (w.start, w.index))
+    last = max([end_time, *(e.time for e in events)])
+    return FaultSummary(windows=tuple(windows), end_time=last)

@@ -1,0 +1,58 @@
+"""`check_run`: a run directory's history → tables (Parquet) → analysis → `results.json`.
+
+The only place in the checker that writes files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from checker.analysis import analyse, json_default
+from checker.errors import HistoryError
+from checker.faults import faults_from_history
+from checker.tables import HISTORY_FILE, history_to_tables, write_tables
+
+RESULTS_FILE = "results.json"
+
+
+def check_run(run_dir: Path, *, write: bool = True, config: Any = None) -> dict[str, Any]:
+    """Check the run in `run_dir` and return DESIGN.md §4's result dict.
+
+    Reads `history.jsonl`; with `write`, also writes `sends.parquet`, `polls.parquet` and `results.json`
+    there. `config` is passed to the verdicts; by default it is the resolved configuration the history's
+    `run-start` event carries (None if it has none). The result also holds `run` (completeness details and
+    op counts) and `faults` (the fault windows).
+    """
+    run_dir = Path(run_dir)
+    if not run_dir.exists():
+        raise HistoryError(f"no run directory at {run_dir}: pass a results/<run>/ directory")
+    tables = history_to_tables(run_dir / HISTORY_FILE if run_dir.is_dir() else run_dir)
+    meta = tables.meta
+    faults = faults_from_history(meta.nemesis, end_time=meta.end_time)
+    analysis = analyse(
+        tables.sends,
+        tables.polls,
+        subscribe_processes=meta.subscribe_processes,
+        config=config if config is not None else meta.run_start,
+        faults=faults,
+        complete=meta.complete,
+        end_time=meta.end_time,
+        op_counts=meta.op_counts,
+        ok_poll_times=meta.ok_poll_times,
+    )
+    result = analysis.to_dict()
+    result["run"] = meta.to_dict()
+    result["faults"] = faults.to_dict()
+    if write and run_dir.is_dir():
+        try:
+            write_tables(tables, run_dir)
+            tmp = run_dir / (RESULTS_FILE + ".tmp")
+            with tmp.open("w") as fh:
+                json.dump(result, fh, default=json_default, separators=(",", ":"))
+            os.replace(tmp, run_dir / RESULTS_FILE)
+        except OSError as e:
+            raise HistoryError(f"cannot write results into {run_dir}: {e.strerror or e}") from e
+    return result

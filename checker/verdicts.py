@@ -1,0 +1,85 @@
+"""Verdicts: whether Kafka, as configured, permits each anomaly instance (DESIGN.md §4).
+
+The checker says what happened; `reference_model.verdicts.judge` says whether Kafka's documented guarantees
+allowed it. This module is the bridge and the policy kept apart (Jepsen's `allowed-error-types`):
+
+- `is_bad(name, instance)`: Jepsen's bad-by-default rule (`ANOMALIES_BAD_BY_DEFAULT`), except that
+  `poll-skip` and `nonmonotonic-poll` of subscribe-mode consumers are allowed (rebalances move partitions).
+- `apply_verdicts`: asks `judge(anomaly, instance, config, faults)` for every instance and writes
+  `verdict` ("violation" | "permitted") and `reason` onto it. Without a reference model (not importable),
+  every bad instance is a violation with reason "no reference model", and the others are permitted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from checker.schema import ANOMALIES_BAD_BY_DEFAULT
+
+VIOLATION = "violation"
+PERMITTED = "permitted"
+SUBSCRIBE_ALLOWED = frozenset({"poll-skip", "nonmonotonic-poll"})
+
+
+class VerdictLike(Protocol):
+    @property
+    def verdict(self) -> str: ...
+
+    @property
+    def reason(self) -> str: ...
+
+
+Judge = Callable[[str, dict[str, Any], Any, Any], VerdictLike]
+
+
+def is_bad(name: str, instance: dict[str, Any]) -> bool:
+    """Whether Jepsen's policy counts this instance against validity."""
+    if name in SUBSCRIBE_ALLOWED and instance.get("subscribe"):
+        return False
+    return ANOMALIES_BAD_BY_DEFAULT.get(name, True)
+
+
+def load_judge() -> Judge | None:
+    """`reference_model.verdicts.judge`, or None while the reference model has none."""
+    try:
+        from reference_model.verdicts import judge
+    except ImportError:
+        return None
+    return judge  # type: ignore[no-any-return]
+
+
+def _default(name: str, instance: dict[str, Any]) -> tuple[str, str]:
+    if instance["bad"]:
+        return VIOLATION, "no reference model"
+    if name in SUBSCRIBE_ALLOWED and instance.get("subscribe"):
+        return PERMITTED, "subscribe-mode consumer: rebalances may move its position"
+    return PERMITTED, "not bad by default"
+
+
+def apply_verdicts(
+    anomalies: dict[str, list[dict[str, Any]]],
+    *,
+    config: Any,
+    faults: Any,
+    judge: Judge | None = None,
+) -> list[dict[str, Any]]:
+    """Label every instance (`bad`, `verdict`, `reason`); return the violations, each tagged with `name`."""
+    violations: list[dict[str, Any]] = []
+    for name, instances in anomalies.items():
+        for inst in instances:
+            inst["bad"] = is_bad(name, inst)
+            if judge is None:
+                verdict, reason = _default(name, inst)
+            else:
+                try:
+                    v = judge(name, inst, config, faults)
+                    verdict, reason = str(v.verdict), str(v.reason)
+                except Exception as e:
+                    verdict, reason = _default(name, inst)
+                    reason = f"reference model failed ({type(e).__name__}: {e}); {reason}"
+            inst["verdict"] = verdict
+            inst["reason"] = reason
+            if verdict == VIOLATION:
+                violations.append({"name": name, **inst})
+    return violations
