@@ -22,9 +22,8 @@ class History:
     def event(self, process: Any, type_: str, f: str, value: Any, **extra: Any) -> int:
         self.time += 1000
         index = len(self.events)
-        self.events.append(
-            {"index": index, "time": self.time, "process": process, "type": type_, "f": f, "value": value, **extra}
-        )
+        event = {"index": index, "time": self.time, "process": process, "type": type_, "f": f, "value": value}
+        self.events.append({**event, **extra})
         return index
 
     def send(self, p: int, key: str, value: int, offset: int | None = None, type_: str = "ok") -> int:
@@ -44,7 +43,8 @@ class History:
         self.event(p, "invoke", "poll", [["poll"]])
         if type_ != "ok":
             return self.event(p, type_, "poll", [["poll"]])
-        return self.event(p, "ok", "poll", [["poll", {k: [list(r) for r in rs] for k, rs in records.items()}]])
+        result = {k: [list(r) for r in rs] for k, rs in records.items()}
+        return self.event(p, "ok", "poll", [["poll", result]])
 
     def txn(self, p: int, invoke: list[Any], complete: list[Any]) -> tuple[int, int]:
         return self.event(p, "invoke", "txn", invoke), self.event(p, "ok", "txn", complete)
