@@ -50,7 +50,7 @@ from checker.schema import ANOMALIES_BAD_BY_DEFAULT
 from spark import kernel
 from spark.errors import SparkReconcileError
 from spark.session import DEFAULT_DRIVER_MEMORY, DEFAULT_MASTER, first_line, start_session
-from spark.tables import load_rows, resolve_runs
+from spark.tables import RunTables, load_rows, read_run, resolve_runs
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -65,10 +65,11 @@ RESULT_FILE = "reconcile.json"
 _FIELDS: dict[str, tuple[tuple[str, str], ...]] = {
     "lost-write": (("value", "value"), ("offset", "offset"), ("index", "index"),
                    ("bound", "max_read_index"), ("ops", "ops")),
-    "unseen": (("count", "count"), ("values", "values")),
-    "duplicate": (("value", "value"), ("count", "count"), ("offsets", "offsets"), ("ops", "ops")),
+    "unseen": (("count", "count"), ("values", "values"), ("ops", "ops")),
+    "duplicate": (("value", "value"), ("count", "count"), ("offsets", "offsets"), ("indexes", "indexes"),
+                  ("ops", "ops")),
     "inconsistent-offsets": (("offset", "offset"), ("index", "index"), ("values", "values"), ("ops", "ops")),
-    "G1a": (("value", "value"), ("ops", "ops")),
+    "G1a": (("value", "value"), ("offset", "offset"), ("ops", "ops")),
 }
 
 
@@ -93,7 +94,7 @@ def reconcile(
 
     `spark`: an existing session to use (and leave running); otherwise one is started with `master`,
     `driver_memory`, and stopped at the end. `shuffle_partitions`: partitions of the one shuffle (default:
-    max(2 × cores, input size / 32 MiB)). Raises SparkReconcileError with a message for a person.
+    adaptive, see the module doc). Raises SparkReconcileError with a message for a person.
     """
     if max_instances < 0 or max_values < 0:
         raise SparkReconcileError("max_instances and max_values must be zero or more.")
@@ -107,25 +108,21 @@ def reconcile(
         with _Progress(session, show, console) as bar:
             bar.phase("resolving tables")
             runs = resolve_runs(session, list(paths))
-            rows = load_rows(session, runs)
             total_bytes = sum(r.bytes for r in runs)
-            _ship_kernel_by_value()
-            analyse = functools.partial(kernel.analyse_batches, cap=max_instances, max_values=max_values)
-            if shuffle_partitions:
-                by_key = rows.repartition(shuffle_partitions, "key")
-                parts = str(shuffle_partitions)
-            else:  # AQE sizes the partitions from the shuffle's real size (coalescing INITIAL_PARTITIONS)
-                by_key = rows.repartition("key")
-                parts = "adaptive"
-            findings = by_key.mapInArrow(analyse, kernel.FINDINGS_DDL)
             bar.phase(f"reconciling {len(runs)} run(s), {total_bytes / 1e6:,.1f} MB of Parquet")
-            table = _run(session, findings, initial=None if shuffle_partitions else INITIAL_PARTITIONS)
-        result = _assemble(table.to_pylist(), max_instances)
+            job = _Job(session, max_instances, max_values, shuffle_partitions)
+            rows = job.findings(load_rows(session, runs))
+            uncertain = [r for r in rows if r["kind"] == kernel.KIND_UNCERTAIN]
+            if uncertain:
+                bar.phase("deciding info sends whose op wrote to other keys")
+                rows = _settle_uncertain(job, runs, rows, uncertain)
+        result = _assemble(rows, max_instances)
+        result["complete"] = _complete(runs)
         result["stats"].update(
             engine="spark",
             runs=[r.run for r in runs],
             input_bytes=total_bytes,
-            shuffle_partitions=parts,
+            shuffle_partitions=shuffle_partitions or "adaptive",
             master=session.sparkContext.master,
             seconds=round(time.monotonic() - started, 3),
         )
@@ -142,27 +139,126 @@ def _ship_kernel_by_value() -> None:
     cloudpickle.register_pickle_by_value(kernel)  # type: ignore[no-untyped-call]
 
 
-def _run(session: SparkSession, findings: Any, initial: int | None) -> Any:
-    """Run the one job; turn JVM errors into SparkReconcileError."""
-    previous = session.conf.get("spark.sql.shuffle.partitions")
-    try:
-        if initial is not None:
-            session.conf.set("spark.sql.shuffle.partitions", str(initial))
-        return findings.toArrow()
-    except Exception as exc:
-        line = first_line(exc)
-        lowered = str(exc).lower()
-        if any(s in lowered for s in ("parquet", "footer", "filenotfound", "file does not exist")):
-            raise SparkReconcileError(
-                f"A table could not be read while reconciling ({line}). A Parquet file is damaged or was "
-                "removed while Spark ran; regenerate the run's tables with `kafka-chaos check RUN_DIR`."
-            ) from None
-        raise SparkReconcileError(
-            f"The Spark job failed ({line}). If a worker ran out of memory, raise --shuffle-partitions or "
-            "--driver-memory; set KAFKA_CHAOS_SPARK_LOG=warn to see Spark's own log."
-        ) from None
-    finally:
-        session.conf.set("spark.sql.shuffle.partitions", str(previous))
+class _Job:
+    """The one pass: rows → repartition by key → kernel per partition → findings, collected."""
+
+    def __init__(
+        self, session: SparkSession, cap: int, max_values: int, shuffle_partitions: int | None
+    ) -> None:
+        self.session = session
+        self.cap = cap
+        self.max_values = max_values
+        self.shuffle_partitions = shuffle_partitions
+
+    def findings(self, rows: Any, committed_info_ops: list[int] | None = None) -> list[dict[str, Any]]:
+        import numpy as np
+
+        analyse = functools.partial(
+            kernel.analyse_batches,
+            cap=self.cap,
+            max_values=self.max_values,
+            committed_info_ops=None if committed_info_ops is None else np.asarray(committed_info_ops),
+        )
+        if self.shuffle_partitions:
+            by_key = rows.repartition(self.shuffle_partitions, "key")
+        else:  # AQE sizes the partitions from the shuffle's real size, coalescing INITIAL_PARTITIONS
+            by_key = rows.repartition("key")
+        found = by_key.mapInArrow(analyse, kernel.FINDINGS_DDL)
+        conf = self.session.conf
+        previous = conf.get("spark.sql.shuffle.partitions")
+        try:
+            if not self.shuffle_partitions:
+                conf.set("spark.sql.shuffle.partitions", str(INITIAL_PARTITIONS))
+            rows_out: list[dict[str, Any]] = found.toArrow().to_pylist()
+            return rows_out
+        except Exception as exc:
+            raise _job_error(exc) from None
+        finally:
+            conf.set("spark.sql.shuffle.partitions", str(previous))
+
+
+def _job_error(exc: Exception) -> SparkReconcileError:
+    if isinstance(exc, SparkReconcileError):
+        return exc
+    line = first_line(exc)
+    lowered = str(exc).lower()
+    if any(s in lowered for s in ("parquet", "footer", "filenotfound", "file does not exist")):
+        return SparkReconcileError(
+            f"A table could not be read while reconciling ({line}). A Parquet file is damaged or was "
+            "removed while Spark ran; regenerate the run's tables with `kafka-chaos check RUN_DIR`."
+        )
+    return SparkReconcileError(
+        f"The Spark job failed ({line}). If a worker ran out of memory, set --shuffle-partitions higher or "
+        "raise --driver-memory; set KAFKA_CHAOS_SPARK_LOG=warn to see Spark's own log."
+    )
+
+
+def _settle_uncertain(
+    job: _Job, runs: list[RunTables], rows: list[dict[str, Any]], uncertain: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Info sends with an offset whose op may have committed through a value of another key.
+
+    Jepsen counts such a send as committed (so in the version order, and losable) if any value its op sent
+    was read. Their partitions could not see that; here, per run, the ops are looked up across all keys (a
+    broadcast semi-join of the run's sends of those ops with its polls), and the keys whose verdict changes
+    are analysed again with the committed ops known. Runs without info sends carrying offsets never get
+    here.
+    """
+    from pyspark.sql import functions as F
+
+    session = job.session
+    prefixed = len(runs) > 1
+    by_run: dict[str, dict[str, list[int]]] = {}
+    for row in uncertain:
+        run = row["key"].split("/", 1)[0] if prefixed else runs[0].run
+        by_run.setdefault(run, {})[row["key"]] = row["ops"]
+    replaced: dict[str, list[dict[str, Any]]] = {}
+    for run_tables in runs:
+        keys_ops = by_run.get(run_tables.run)
+        if not keys_ops:
+            continue
+        ops = sorted({o for ops in keys_ops.values() for o in ops})
+        sends, polls = read_run(session, run_tables)
+        wanted = session.createDataFrame([(o,) for o in ops], "op_index bigint")
+        try:
+            op_sends = sends.join(F.broadcast(wanted), "op_index", "left_semi")
+            ok_reads = polls.where(F.col("type") == "ok").select("key", "value")
+            read_ops = (
+                op_sends.select("key", "value", "op_index")
+                .join(ok_reads, ["key", "value"], "left_semi")
+                .select("op_index")
+                .distinct()
+                .toArrow()
+            )
+        except Exception as exc:
+            raise _job_error(exc) from None
+        committed = sorted(set(read_ops.column("op_index").to_pylist()))
+        if not committed:
+            continue
+        keys = sorted(k for k, k_ops in keys_ops.items() if set(k_ops) & set(committed))
+        again = load_rows(session, [run_tables], prefix=prefixed).where(F.col("key").isin(keys))
+        for row in job.findings(again, committed_info_ops=committed):
+            replaced.setdefault(row["key"], []).append(row)
+    return [r for r in rows if r["key"] not in replaced and r["kind"] != kernel.KIND_UNCERTAIN] + [
+        r for found in replaced.values() for r in found if r["kind"] != kernel.KIND_UNCERTAIN
+    ]
+
+
+def _complete(runs: list[RunTables]) -> bool:
+    """Whether every run's final drain read finished, as `kafka-chaos check` recorded it in results.json next
+    to the tables (the tables alone do not say); a run without a readable local results.json counts as
+    complete."""
+    complete = True
+    for run in runs:
+        path = Path(run.path.removeprefix("file://")) / "results.json"
+        try:
+            with path.open() as fh:
+                data = json.load(fh)
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and data.get("complete") is False:
+            complete = False
+    return complete
 
 
 def _assemble(rows: list[dict[str, Any]], cap: int) -> dict[str, Any]:

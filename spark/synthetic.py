@@ -5,9 +5,10 @@ Usage: `python -m spark.synthetic OUT_DIR --records 100000000 --keys 64 --lost-w
 
 The clean history: value v (0 ≤ v < records) goes to key `chaos/(v mod keys)` at position i = v div keys,
 offset 2·i (the odd offsets stay free, like transaction markers, so positions are dense indexes over sparse
-offsets). Every record is sent ok and read once by an ok poll; a few percent are read twice (same offset:
-not a duplicate). Background noise that is *not* an anomaly: info sends with no offset, read or never read;
-failed sends never read; ok sends whose offset is unknown, read.
+offsets). Every record is sent ok and read once by an ok poll of its key's consumer, in order, 16 records
+per poll op; a few percent are read again by other consumers (same offset: not a duplicate). Background
+noise that is *not* an anomaly: info sends with no offset, read or never read; failed sends never read; ok
+sends whose offset is unknown, read.
 
 Seeded anomalies, chosen so that none arises by accident:
 - `unseen`: the last 1–5 values of a chosen key are sent ok and never read (nothing after them is read, so
@@ -18,7 +19,9 @@ Seeded anomalies, chosen so that none arises by accident:
 - `inconsistent-offsets`: a fresh value (ids from `records` up) is sent ok to the offset of an existing read
   value and read there, so that offset holds two values.
 - `G1a`: a value whose send failed (no offset) is read by an ok poll.
-Noise, anchors and unseen tails never overlap a seeded value; seeded values are distinct.
+Noise, anchors and unseen tails never overlap a seeded value; seeded values are distinct. The full checker
+also reports what follows from them: the key's consumer skipped each lost write (`int-poll-skip` or
+`poll-skip`), and read each duplicate twice in one poll (`int-nonmonotonic-poll`, `int-poll-skip`).
 
 Chunks of `chunk_rows` produced records are generated and written as one row group each (or one file each,
 with `split=True`), so memory stays bounded whatever `records` is.
@@ -182,26 +185,35 @@ def _chunk(plan: _Plan, lo: int, hi: int, key_names: list[str]) -> tuple[pa.Tabl
     )
 
     read = ~(info_unread | fail_unread | lost | in_tail)
-    reread = read & ~(dup | g1a) & (_uniform(v, spec.seed, 2) < _REREAD)
-    pv = np.concatenate([v[read], v[reread], v[dup]])
-    poff = np.concatenate([offset[read], offset[reread], offset[dup] + 1])
-    polls = _polls(pv, poff, pv % spec.keys, key_names, reread_from=int(read.sum()))
-    return sends, polls
+    # The key's consumer (process 1000 + key) reads it in order, 16 positions per poll op; a duplicate's
+    # second copy comes right after the first, at the next (odd) offset, in the same op.
+    copies = 1 + dup[read].astype(np.int64)
+    pv = np.repeat(v[read], copies)
+    second = np.zeros(len(pv), dtype=bool)
+    second[np.cumsum(copies)[copies == 2] - 1] = True
+    pk = pv % spec.keys
+    batch = pk + spec.keys * 16 * ((pv // spec.keys) // 16)  # first value of the op's range
+    main = _polls(pv, 2 * (pv // spec.keys) + second, pk, key_names,
+                  process=1000 + pk, op=3 * batch + 2, time=(batch + spec.keys * 15) * 1000 + 800)
+    # A few records are read again, each by a consumer of its own (so no poll order is implied).
+    rv = v[read & ~(dup | g1a) & (_uniform(v, spec.seed, 2) < _REREAD)]
+    again = _polls(rv, 2 * (rv // spec.keys), rv % spec.keys, key_names,
+                   process=1_000_000_000 + rv, op=3 * rv + 1, time=rv * 1000 + 900)
+    return sends, pa.concat_tables([main, again])
 
 
-def _polls(pv: _I64, poff: _I64, pk: _I64, key_names: list[str], reread_from: int) -> pa.Table:
-    batch = pv - pv % 16  # a poll op returns 16 consecutive values
-    later = np.zeros(len(pv), dtype=np.int64)
-    later[reread_from:] = 1  # re-reads happen in a later poll op
+def _polls(
+    pv: _I64, poff: _I64, pk: _I64, key_names: list[str], *, process: _I64, op: _I64, time: _I64
+) -> pa.Table:
     return pa.table(
         {
             "value": pv,
             "key": _strings(key_names, pk),
             "offset": poff,
-            "process": 8 + (batch // 16) % 4 + 4 * later,
-            "op_index": 3 * batch + 2 + 3 * later,
+            "process": process,
+            "op_index": op,
             "type": _strings(["ok"], np.zeros(len(pv), dtype=np.int64)),
-            "time": batch * 1000 + 800 + later,
+            "time": time,
         },
         schema=POLLS_SCHEMA,
     )
@@ -227,7 +239,8 @@ def _inconsistent_rows(plan: _Plan, key_names: list[str]) -> tuple[pa.Table, pa.
         },
         schema=SENDS_SCHEMA,
     )
-    polls = _polls(fresh, offset, k, key_names, reread_from=len(fresh))
+    polls = _polls(fresh, offset, k, key_names, process=2_000_000_000 + fresh, op=3 * fresh + 2,
+                   time=fresh * 1000 + 800)
     seeded = [
         {"key": key_names[int(kk)], "offset": int(o), "values": sorted([int(b), int(f)])}
         for b, f, kk, o in zip(base, fresh, k, offset, strict=True)

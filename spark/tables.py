@@ -128,19 +128,25 @@ def _read(spark: SparkSession, uri: str, table: str) -> DataFrame:
     return df
 
 
-def load_rows(spark: SparkSession, runs: list[RunTables]) -> DataFrame:
+def read_run(spark: SparkSession, run: RunTables) -> tuple[DataFrame, DataFrame]:
+    """The run's sends and polls DataFrames, checked to have the columns the job reads."""
+    return _read(spark, run.sends, "sends"), _read(spark, run.polls, "polls")
+
+
+def load_rows(spark: SparkSession, runs: list[RunTables], *, prefix: bool | None = None) -> DataFrame:
     """One narrow DataFrame of every ok poll record and every send of every run, in kernel.INPUT_SCHEMA:
-    `key` (prefixed with the run id when there are several runs), `value`, `offset`, `src`, `op`.
+    `key` (prefixed `<run id>/` when `prefix`, by default when there are several runs), `value`, `offset`,
+    `src`, `op`.
 
     Each table is scanned once, only these columns are read (Parquet column pruning), nothing is shuffled.
     """
     from pyspark.sql import functions as F
 
     frames: list[DataFrame] = []
-    prefix = len(runs) > 1
+    if prefix is None:
+        prefix = len(runs) > 1
     for run in runs:
-        sends = _read(spark, run.sends, "sends")
-        polls = _read(spark, run.polls, "polls")
+        sends, polls = read_run(spark, run)
         key = F.concat(F.lit(run.run + "/"), F.col("key")) if prefix else F.col("key")
         kind = F.col("type")
         frames.append(
