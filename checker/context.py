@@ -179,11 +179,14 @@ def prepare(sends: pa.Table, polls: pa.Table) -> Context:
     s_val = _np(sends.column("value"))
     p_val = _np(polls.column("value"))
     val_all = np.concatenate([s_val, p_val])
-    vcode, uniq_vals = pd.factorize(val_all)
-    composite = key_all * np.int64(max(len(uniq_vals), 1)) + vcode.astype(np.int64)
-    pid_codes, _ = pd.factorize(composite)
-    pid_all = pid_codes.astype(np.int64)
-    n_pairs = int(pid_all.max()) + 1 if len(pid_all) else 0
+    vcode, n_values = dense_codes(val_all)
+    # Values are meant to be unique per run, so usually a value's code already identifies its pair.
+    key_of = np.full(n_values, -1, dtype=np.int64)
+    key_of[vcode] = key_all
+    if bool(np.all(key_of[vcode] == key_all)):
+        pid_all, n_pairs = vcode, n_values
+    else:
+        pid_all, n_pairs = dense_codes(key_all * np.int64(max(n_values, 1)) + vcode)
     pair_key = np.zeros(n_pairs, dtype=np.int64)
     pair_value = np.zeros(n_pairs, dtype=np.int64)
     pair_key[pid_all] = key_all
@@ -228,8 +231,10 @@ def prepare(sends: pa.Table, polls: pa.Table) -> Context:
 
     # must-have-committed?: ok, or info with some send of the same op read by an ok poll.
     info = s.type == INFO
-    info_read_ops = np.unique(s.op[info & read[s.pid]])
-    committed = (s.type == OK) | (info & np.isin(s.op, info_read_ops))
+    committed = s.type == OK
+    info_read = info & read[s.pid]
+    if bool(info_read.any()):
+        committed |= info & np.isin(s.op, s.op[info_read])
 
     vo = _version_orders(s, p, committed, nk, n_pairs)
     return Context(
@@ -245,6 +250,53 @@ def prepare(sends: pa.Table, polls: pa.Table) -> Context:
         committed=committed,
         vo=vo,
     )
+
+
+def dense_codes(x: I64) -> tuple[I64, int]:
+    """Codes 0..n-1 for the distinct values of x (in no particular order), and n.
+
+    Run values are small non-negative integers in practice, so a lookup table does it in O(n) without
+    hashing; otherwise pandas' hash factorize.
+    """
+    if not len(x):
+        return np.zeros(0, dtype=np.int64), 0
+    lo, hi = int(x.min()), int(x.max())
+    if hi - lo < 4 * len(x) + 1024:
+        present = np.zeros(hi - lo + 1, dtype=bool)
+        present[x - lo] = True
+        table = np.cumsum(present, dtype=np.int64) - 1
+        return table[x - lo], int(table[-1]) + 1
+    codes, uniques = pd.factorize(x)
+    return codes.astype(np.int64), len(uniques)
+
+
+def segment_starts(seg: I64) -> BOOL:
+    """True at the first element of each run of equal values."""
+    new = np.ones(len(seg), dtype=bool)
+    if len(seg):
+        new[1:] = seg[1:] != seg[:-1]
+    return new
+
+
+def segmented_cummax(x: I64, seg: I64) -> I64:
+    """Running maximum of x that restarts wherever `seg` changes (x grouped by seg)."""
+    if not len(x):
+        return x.copy()
+    run = np.cumsum(segment_starts(seg)) - 1
+    lo, hi = int(x.min()), int(x.max())
+    span = hi - lo + 1
+    if span * (int(run[-1]) + 1) < 2**62:
+        # Lift each later segment above every earlier one, so a plain running max restarts there.
+        lifted = (x - lo) + run * span
+        out: I64 = np.maximum.accumulate(lifted) - run * span + lo
+        return out
+    return np.asarray(pd.Series(x).groupby(run).cummax().to_numpy(), dtype=np.int64)
+
+
+def segmented_cummin_reverse(x: I64, seg: I64) -> I64:
+    """Minimum of x over each element and every later one of its segment (suffix minimum per segment)."""
+    r = x[::-1]
+    return -segmented_cummax(-r, seg[::-1])[::-1]
 
 
 def _starts(*cols: I64) -> BOOL:
@@ -300,6 +352,20 @@ def _version_orders(s: SendCols, p: PollCols, committed: BOOL, nk: int, n_pairs:
         first_index=first_index,
         last_index=last_index,
     )
+
+
+def op_key_order(ctx: Context, table: str) -> I64:
+    """Rows of `table` ("sends" or "polls") grouped by (op, key), keeping row order inside each group.
+    Memoised: several analyses need it."""
+    name = f"op_key_order:{table}"
+    order = ctx.memo.get(name)
+    if order is None:
+        cols = ctx.sends if table == "sends" else ctx.polls
+        pos = np.arange(len(cols.op), dtype=np.int64)
+        order = np.lexsort((pos, cols.key, cols.op)).astype(np.int64)
+        ctx.memo[name] = order
+    result: I64 = order
+    return result
 
 
 def deltas(prev_index: I64, cur_index: I64) -> I64:

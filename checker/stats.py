@@ -5,9 +5,18 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
-from checker.context import FAIL, I64, INFO, OK, Context
+from checker.context import (
+    FAIL,
+    I64,
+    INFO,
+    OK,
+    Context,
+    op_key_order,
+    segment_starts,
+    segmented_cummax,
+    segmented_cummin_reverse,
+)
 
 BUCKET_NS = 1_000_000_000
 
@@ -18,15 +27,14 @@ def op_counts_from_tables(ctx: Context) -> dict[str, dict[str, int]]:
     s = ctx.sends
     out: dict[str, dict[str, int]] = {}
     if len(s):
-        _, first = np.unique(s.op, return_index=True)
-        types = s.type[first]
+        types = s.type[segment_starts(s.op)]  # rows are grouped by op
         out["send"] = {
             "ok": int((types == OK).sum()),
             "fail": int((types == FAIL).sum()),
             "info": int((types == INFO).sum()),
         }
     if len(ctx.polls):
-        out["poll"] = {"ok": len(np.unique(ctx.polls.op)), "fail": 0, "info": 0}
+        out["poll"] = {"ok": int(segment_starts(ctx.polls.op).sum()), "fail": 0, "info": 0}
     return out
 
 
@@ -41,7 +49,7 @@ def throughput(times: I64, end_time: int, bucket_ns: int = BUCKET_NS) -> list[in
 
 def longest_gap(times: I64, end_time: int) -> dict[str, int]:
     """The longest window in [0, end_time] with no event: its start, end and length (ns)."""
-    t = np.unique(times)
+    t = np.sort(times)
     edges = np.concatenate([[0], t, [max(int(end_time), int(t[-1]) if len(t) else 0)]]).astype(np.int64)
     gaps = np.diff(edges)
     i = int(np.argmax(gaps))
@@ -70,28 +78,33 @@ def realtime_lag(ctx: Context) -> dict[str, Any]:
     et = np.concatenate([s.complete_time[known], p.time])
     order = np.lexsort((eo, ek))
     ek, eo, et = ek[order], eo[order], et[order]
-    # suffix minimum of time within each key: min time over offsets >= this one
-    rev = pd.Series(et[::-1]).groupby(ek[::-1], sort=False).cummin().to_numpy()[::-1]
+    expired_at = segmented_cummin_reverse(et, ek)  # per event: min time over offsets >= its own
 
-    # Per (op, key) of the polls: the process's highest offset read so far for that key.
-    g = pd.DataFrame({"process": p.process, "key": p.key, "op": p.op, "offset": p.offset, "time": p.time})
-    g = g.groupby(["process", "key", "op"], sort=True).agg(offset=("offset", "max"), time=("time", "first"))
-    g = g.reset_index()
-    g["seen"] = g.groupby(["process", "key"], sort=False)["offset"].cummax()
-    keys = g["key"].to_numpy()
-    want = g["seen"].to_numpy() + 1
-    expired = np.full(len(g), -1, dtype=np.int64)
+    # Per (op, key) of the polls: the highest offset read, then the process's highest so far.
+    rows = op_key_order(ctx, "polls")
+    op, key = p.op[rows], p.key[rows]
+    first = np.flatnonzero(segment_starts(op) | segment_starts(key))
+    g_off = np.maximum.reduceat(p.offset[rows], first)
+    g_key, g_op = key[first], op[first]
+    g_proc, g_time = p.process[rows][first], p.time[rows][first]
+    go = np.lexsort((g_op, g_key, g_proc))
+    g_off, g_key, g_proc, g_time = g_off[go], g_key[go], g_proc[go], g_time[go]
+    seg = np.cumsum(segment_starts(g_proc) | segment_starts(g_key), dtype=np.int64)
+    want = segmented_cummax(g_off, seg) + 1
+
+    expired = np.full(len(want), -1, dtype=np.int64)
     bounds = np.searchsorted(ek, np.arange(len(ctx.keys) + 1))
-    for k in np.unique(keys).tolist():
+    by_key = np.argsort(g_key, kind="stable")
+    kb = np.searchsorted(g_key[by_key], np.arange(len(ctx.keys) + 1))
+    for k in range(len(ctx.keys)):
+        sel = by_key[kb[k] : kb[k + 1]]
+        if not len(sel):
+            continue
         lo, hi = int(bounds[k]), int(bounds[k + 1])
-        m = keys == k
-        pos = lo + np.searchsorted(eo[lo:hi], want[m], side="left")
+        pos = lo + np.searchsorted(eo[lo:hi], want[sel], side="left")
         found = pos < hi
-        e = np.full(int(m.sum()), -1, dtype=np.int64)
-        e[found] = rev[pos[found]]
-        expired[m] = e
-    t = g["time"].to_numpy()
-    lag = np.where(expired >= 0, np.maximum(t - expired, 0), 0).astype(np.int64)
+        expired[sel[found]] = expired_at[pos[found]]
+    lag = np.where(expired >= 0, np.maximum(g_time - expired, 0), 0).astype(np.int64)
     w = int(np.argmax(lag))
     return {
         "samples": len(lag),
@@ -100,9 +113,9 @@ def realtime_lag(ctx: Context) -> dict[str, Any]:
         "p50_ns": int(np.percentile(lag, 50)),
         "p99_ns": int(np.percentile(lag, 99)),
         "worst": {
-            "time": int(t[w]),
-            "process": int(g["process"].iloc[w]),
-            "key": ctx.keys[int(keys[w])],
+            "time": int(g_time[w]),
+            "process": int(g_proc[w]),
+            "key": ctx.keys[int(g_key[w])],
             "lag_ns": int(lag[w]),
         },
     }
@@ -118,10 +131,10 @@ def run_stats(
     """Everything the report shows besides anomalies."""
     s, p = ctx.sends, ctx.polls
     ok_send_t = s.complete_time[(s.type == OK) & (s.complete_time >= 0)]
-    poll_t = ok_poll_times if ok_poll_times is not None else np.unique(p.time)
+    poll_t = ok_poll_times if ok_poll_times is not None else p.time[segment_starts(p.op)]
     if end_time is None:
         end_time = int(max([0, *(int(a.max()) for a in (s.time, p.time) if len(a))]))
-    ok_send_ops = np.unique(s.op[(s.type == OK)]) if len(s) else s.op
+    ok_send_ops = int(segment_starts(s.op[s.type == OK]).sum())
     return {
         "ops": op_counts if op_counts is not None else op_counts_from_tables(ctx),
         "records": {
@@ -134,7 +147,7 @@ def run_stats(
             "distinct_read": int(ctx.read.sum()),
         },
         "keys": len(ctx.keys),
-        "ok_send_ops": len(ok_send_ops),
+        "ok_send_ops": ok_send_ops,
         "duration_ns": int(end_time),
         "throughput": {
             "bucket_ns": BUCKET_NS,

@@ -25,8 +25,9 @@ records were returned. The checker's in-op checks (`int-*`) read that order.
 
 from __future__ import annotations
 
+import io
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from checker.errors import HistoryError
@@ -132,109 +134,81 @@ class HistoryTables:
     meta: HistoryMeta
 
 
-class _Builder:
-    """Accumulates columns as plain lists while the history is read (the fastest way in CPython)."""
+def _ints(xs: list[Any], what: str) -> pa.Array:
+    """An int64 column from a list of Python ints (None → null), through numpy: pa.array on a list of
+    ints is ~50x slower."""
+    n = len(xs)
+    try:
+        try:
+            return pa.array(np.fromiter(xs, dtype=np.int64, count=n))
+        except TypeError:  # nulls
+            mask = np.fromiter((x is None for x in xs), dtype=bool, count=n)
+            vals = np.fromiter((0 if x is None else x for x in xs), dtype=np.int64, count=n)
+            return pa.array(vals, mask=mask)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise HistoryError(f"history holds a {what} that is not a 64-bit integer ({e})") from None
+
+
+def _strings(xs: list[Any]) -> pa.Array:
+    try:
+        return pa.array(xs, pa.string())
+    except (pa.ArrowTypeError, pa.ArrowInvalid):
+        return pa.array([str(x) for x in xs], pa.string())
+
+
+class _Columns:
+    """Columns accumulated as plain lists while the history is read (the fastest way in CPython): per op
+    (repeated over its rows at the end) and per row."""
 
     def __init__(self) -> None:
-        # sends: one entry per send micro-op
-        self.s_value: list[Any] = []
-        self.s_key: list[Any] = []
-        self.s_offset: list[Any] = []
-        self.s_process: list[int] = []
-        self.s_op: list[int] = []
-        self.s_type: list[str] = []
-        self.s_invoke: list[int] = []
-        self.s_complete: list[int | None] = []
-        # polls: per (op, key) chunk, then per record
-        self.c_key: list[str] = []
-        self.c_n: list[int] = []
-        self.c_process: list[int] = []
-        self.c_op: list[int] = []
-        self.c_time: list[int] = []
-        self.p_offset: list[Any] = []
-        self.p_value: list[Any] = []
-        self.ok_poll_times: list[int] = []
-        self.dropped = 0
-
-    def add_sends(
-        self, mops: Any, process: int, op: int, typ: str, invoke_time: int, complete_time: int | None
-    ) -> None:
-        for mop in mops:
-            if mop[0] != "send":
-                continue
-            k = mop[1]
-            x = mop[2]
-            if type(x) is list:
-                off, v = x[0], x[1]
-            else:
-                off, v = None, x
-            self.s_value.append(v)
-            self.s_key.append(k if type(k) is str else str(k))
-            self.s_offset.append(off)
-            self.s_process.append(process)
-            self.s_op.append(op)
-            self.s_type.append(typ)
-            self.s_invoke.append(invoke_time)
-            self.s_complete.append(complete_time)
-
-    def add_polls(self, mops: Any, process: int, op: int, time: int) -> None:
-        for mop in mops:
-            if mop[0] != "poll" or len(mop) < 2 or not isinstance(mop[1], dict):
-                continue
-            for k, pairs in mop[1].items():
-                if not pairs:
-                    continue
-                offs, vals = zip(*pairs, strict=True)
-                if None in offs:  # a record without an offset cannot be placed in the log
-                    keep = [i for i, o in enumerate(offs) if o is not None]
-                    self.dropped += len(offs) - len(keep)
-                    offs = tuple(offs[i] for i in keep)
-                    vals = tuple(vals[i] for i in keep)
-                    if not keep:
-                        continue
-                self.c_key.append(k)
-                self.c_n.append(len(offs))
-                self.c_process.append(process)
-                self.c_op.append(op)
-                self.c_time.append(time)
-                self.p_offset.extend(offs)
-                self.p_value.extend(vals)
+        self.n: list[int] = []  # rows of each op
+        self.process: list[int] = []
+        self.op: list[int] = []
+        self.type: list[str] = []
+        self.time: list[int] = []  # invoke time (sends) or completion time (polls)
+        self.complete: list[int | None] = []  # sends only
+        self.key: list[Any] = []
+        self.value: list[Any] = []
+        self.offset: list[Any] = []
 
     def sends_table(self) -> pa.Table:
+        counts = np.asarray(self.n, dtype=np.int64)
+        complete = _ints(self.complete, "time")
+        comp = np.repeat(pc.fill_null(complete, 0).to_numpy(zero_copy_only=False), counts)
+        comp_mask = np.repeat(np.asarray(complete.is_null().to_numpy(zero_copy_only=False)), counts)
+        types = pa.DictionaryArray.from_arrays(
+            pa.array(np.repeat(np.arange(len(self.type), dtype=np.int32), counts)), _strings(self.type)
+        ).cast(pa.string())
         cols = [
-            pa.array(self.s_value, pa.int64()),
-            pa.array(self.s_key, pa.string()),
-            pa.array(self.s_offset, pa.int64()),
-            pa.array(self.s_process, pa.int64()),
-            pa.array(self.s_op, pa.int64()),
-            pa.array(self.s_type, pa.string()),
-            pa.array(self.s_invoke, pa.int64()),
-            pa.array(self.s_complete, pa.int64()),
+            _ints(self.value, "value"),
+            _strings(self.key),
+            _ints(self.offset, "offset"),
+            pa.array(np.repeat(_ints(self.process, "process").to_numpy(), counts)),
+            pa.array(np.repeat(_ints(self.op, "index").to_numpy(), counts)),
+            types,
+            pa.array(np.repeat(_ints(self.time, "time").to_numpy(), counts)),
+            pa.array(comp, mask=comp_mask),
         ]
         table = pa.Table.from_arrays(cols, schema=SENDS_SCHEMA)
-        ops = np.asarray(self.s_op, dtype=np.int64)
-        if len(ops) > 1 and bool(np.any(ops[1:] < ops[:-1])):
-            table = table.take(pa.array(np.argsort(ops, kind="stable")))
+        ops = np.asarray(self.op, dtype=np.int64)
+        if len(ops) > 1 and bool(np.any(ops[1:] < ops[:-1])):  # ops cut short come last
+            rows = np.repeat(ops, counts)
+            table = table.take(pa.array(np.argsort(rows, kind="stable")))
         return table
 
     def polls_table(self) -> pa.Table:
-        counts = np.asarray(self.c_n, dtype=np.int64)
-
-        def rep(xs: list[int]) -> pa.Array:
-            return pa.array(np.repeat(np.asarray(xs, dtype=np.int64), counts), pa.int64())
-
+        counts = np.asarray(self.n, dtype=np.int64)
         keys = pa.DictionaryArray.from_arrays(
-            pa.array(np.repeat(np.arange(len(self.c_key), dtype=np.int32), counts)),
-            pa.array(self.c_key, pa.string()),
+            pa.array(np.repeat(np.arange(len(self.key), dtype=np.int32), counts)), _strings(self.key)
         ).cast(pa.string())
         cols = [
-            pa.array(self.p_value, pa.int64()),
+            _ints(self.value, "value"),
             keys,
-            pa.array(self.p_offset, pa.int64()),
-            rep(self.c_process),
-            rep(self.c_op),
-            pa.repeat(pa.scalar("ok", pa.string()), len(self.p_value)),
-            rep(self.c_time),
+            _ints(self.offset, "offset"),
+            pa.array(np.repeat(_ints(self.process, "process").to_numpy(), counts)),
+            pa.array(np.repeat(_ints(self.op, "index").to_numpy(), counts)),
+            pa.repeat(pa.scalar("ok", pa.string()), len(self.value)),
+            pa.array(np.repeat(_ints(self.time, "time").to_numpy(), counts)),
         ]
         return pa.Table.from_arrays(cols, schema=POLLS_SCHEMA)
 
@@ -248,7 +222,8 @@ def history_to_tables(path: Path | str) -> HistoryTables:
     if path.is_dir():
         path = path / HISTORY_FILE
     try:
-        data = path.read_bytes()
+        with path.open("rb", buffering=1 << 20) as fh:
+            return _parse(fh, source=str(path))
     except FileNotFoundError:
         raise HistoryError(
             f"no history at {path}: pass a run directory (results/<run>/) that holds {HISTORY_FILE}, "
@@ -256,42 +231,84 @@ def history_to_tables(path: Path | str) -> HistoryTables:
         ) from None
     except OSError as e:
         raise HistoryError(f"cannot read {path}: {e.strerror or e}; check the path and permissions") from e
-    return parse_history(data, source=str(path))
 
 
 def parse_history(data: bytes, *, source: str = HISTORY_FILE) -> HistoryTables:
     """`history_to_tables` on the bytes of a history file."""
-    loads = _LOADS
-    lines = data.split(b"\n")
-    tail = lines.pop()  # b"" when the file ends with a newline, else a last line with no newline
-    truncated = False
-    if tail.strip():
-        try:
-            loads(tail)
-            lines.append(tail)  # complete JSON, just no final newline
-        except ValueError:
-            truncated = True
+    return _parse(io.BytesIO(data), source=source)
 
-    b = _Builder()
+
+def _parse(lines: Iterable[bytes], *, source: str) -> HistoryTables:
+    """One pass over the lines (each with its newline, except perhaps the last).
+
+    The loop is written for CPython's speed (local names, no per-record method calls): it is the one
+    part of checking a run that cannot be vectorised.
+    """
+    loads = _LOADS
+    truncated = False
+    sends, polls = _Columns(), _Columns()
+    s_n, s_proc, s_op, s_type, s_time, s_comp = (
+        sends.n.append,
+        sends.process.append,
+        sends.op.append,
+        sends.type.append,
+        sends.time.append,
+        sends.complete.append,
+    )
+    s_key, s_val, s_off = sends.key.append, sends.value.append, sends.offset.append
+    p_n, p_proc, p_op, p_time, p_key = (
+        polls.n.append,
+        polls.process.append,
+        polls.op.append,
+        polls.time.append,
+        polls.key.append,
+    )
+    p_vals, p_offs = polls.value.extend, polls.offset.extend
+    ok_poll_times: list[int] = []
     pending: dict[int, dict[str, Any]] = {}
-    counts: dict[str, dict[str, int]] = {}
+    counts: dict[tuple[Any, Any], int] = {}
     subscribers: set[int] = set()
     nemesis: list[NemesisEvent] = []
     run_start: dict[str, Any] | None = None
     drain: bool | None = None
-    ignored = 0
-    events = 0
-    end_time = 0
-    lineno = 0
-    add_sends = b.add_sends
-    add_polls = b.add_polls
-    ok_poll_times = b.ok_poll_times
+    ignored = dropped = events = end_time = lineno = 0
+
+    def add_polls(value: Any, proc: int, index: int, t: int) -> int:
+        lost = 0
+        for mop in value:
+            if mop[0] != "poll" or len(mop) < 2 or not isinstance(mop[1], dict):
+                continue
+            for k, pairs in mop[1].items():
+                if not pairs:
+                    continue
+                offs, vals = zip(*pairs, strict=True)
+                if None in offs:  # a record without an offset cannot be placed in the log
+                    keep = [i for i, o in enumerate(offs) if o is not None]
+                    lost += len(offs) - len(keep)
+                    if not keep:
+                        continue
+                    offs, vals = tuple(offs[i] for i in keep), tuple(vals[i] for i in keep)
+                p_n(len(offs))
+                p_proc(proc)
+                p_op(index)
+                p_time(t)
+                p_key(k)
+                p_offs(offs)
+                p_vals(vals)
+        ok_poll_times.append(t)
+        return lost
 
     try:
         for lineno, line in enumerate(lines, 1):
-            if not line or line.isspace():
-                continue
-            o = loads(line)
+            try:
+                o = loads(line)
+            except ValueError:
+                if not line.strip():
+                    continue
+                if line.endswith(b"\n"):
+                    raise
+                truncated = True  # the last line, cut mid-way: drop it
+                break
             events += 1
             proc = o["process"]
             t = o["time"]
@@ -299,34 +316,50 @@ def parse_history(data: bytes, *, source: str = HISTORY_FILE) -> HistoryTables:
                 end_time = t
             if type(proc) is int:
                 typ = o["type"]
-                f = o.get("f")
                 if typ == "invoke":
                     pending[proc] = o
                     continue
+                f = o.get("f")
                 inv = pending.pop(proc, None)
-                index = o.get("index", lineno - 1)
-                op_index = index if inv is None else inv.get("index", index)
-                by_type = counts.get(f)
-                if by_type is None:
-                    by_type = counts[f] = {"ok": 0, "fail": 0, "info": 0}
-                by_type[typ] = by_type.get(typ, 0) + 1
-                if f == "send" or f == "txn":
+                ck = (f, typ)
+                counts[ck] = counts.get(ck, 0) + 1
+                if f == "poll":
+                    if typ == "ok":
+                        dropped += add_polls(o["value"], proc, o.get("index", lineno - 1), t)
+                elif f == "send" or f == "txn":
                     value = o.get("value")
                     if type(value) is not list or not value:
                         value = inv.get("value") if inv is not None else None
                     if value:
-                        add_sends(value, proc, op_index, typ, t if inv is None else inv["time"], t)
+                        n = 0
+                        for mop in value:
+                            if mop[0] == "send":
+                                x = mop[2]
+                                if type(x) is list:
+                                    s_off(x[0])
+                                    s_val(x[1])
+                                else:
+                                    s_off(None)
+                                    s_val(x)
+                                s_key(mop[1])
+                                n += 1
+                        if n:
+                            s_n(n)
+                            s_proc(proc)
+                            s_type(typ)
+                            s_comp(t)
+                            if inv is None:
+                                s_op(o.get("index", lineno - 1))
+                                s_time(t)
+                            else:
+                                s_op(inv.get("index", lineno - 1))
+                                s_time(inv["time"])
                     if f == "txn" and typ == "ok":
-                        add_polls(o.get("value") or (), proc, index, t)
-                        ok_poll_times.append(t)
-                elif f == "poll":
-                    if typ == "ok":
-                        add_polls(o.get("value") or (), proc, index, t)
-                        ok_poll_times.append(t)
+                        dropped += add_polls(o["value"], proc, o.get("index", lineno - 1), t)
                 elif f == "subscribe":
                     if typ == "ok":
                         subscribers.add(proc)
-                elif f not in ("assign", "crash"):
+                elif f != "assign" and f != "crash":
                     ignored += 1
             elif proc == "nemesis":
                 nemesis.append(
@@ -349,27 +382,35 @@ def parse_history(data: bytes, *, source: str = HISTORY_FILE) -> HistoryTables:
                     ignored += 1
             else:
                 ignored += 1
+
+        # Ops still pending when the history ended: their outcome is unknown.
+        for proc, inv in pending.items():
+            f = inv.get("f")
+            ck = (f, "info")
+            counts[ck] = counts.get(ck, 0) + 1
+            ck = (f, "unfinished")
+            counts[ck] = counts.get(ck, 0) + 1
+            if (f == "send" or f == "txn") and inv.get("value"):
+                n = 0
+                for mop in inv["value"]:
+                    if mop[0] == "send":
+                        s_off(None)
+                        s_val(mop[2])
+                        s_key(mop[1])
+                        n += 1
+                if n:
+                    s_n(n)
+                    s_proc(proc)
+                    s_type("info")
+                    s_comp(None)
+                    s_op(inv.get("index", 0))
+                    s_time(inv["time"])
     except (ValueError, KeyError, TypeError, IndexError, AttributeError) as e:
-        raise HistoryError(
-            f"{source}, line {lineno}: not a valid history event ({type(e).__name__}: {e}). Only the "
-            "last line of an interrupted run may be incomplete; this file is damaged earlier. Re-run the "
-            "scenario, or cut the file before that line to check what precedes it."
-        ) from None
+        raise _damaged(source, lineno, e) from None
 
-    # Ops still pending when the history ended: their outcome is unknown.
-    for proc, inv in pending.items():
-        f = str(inv.get("f"))
-        by_type = counts.setdefault(f, {"ok": 0, "fail": 0, "info": 0})
-        by_type["info"] = by_type.get("info", 0) + 1
-        by_type["unfinished"] = by_type.get("unfinished", 0) + 1
-        if f in ("send", "txn") and inv.get("value"):
-            try:
-                add_sends(inv["value"], proc, inv.get("index", 0), "info", inv["time"], None)
-            except (KeyError, TypeError, IndexError) as e:
-                raise HistoryError(f"{source}: malformed invoke of process {proc}: {e}") from None
-
-    sends = b.sends_table()
-    polls = b.polls_table()
+    op_counts: dict[str, dict[str, int]] = {}
+    for (f, typ), n in counts.items():
+        op_counts.setdefault(str(f), {"ok": 0, "fail": 0, "info": 0})[str(typ)] = n
     meta = HistoryMeta(
         complete=drain is True and not truncated,
         drain_complete=drain,
@@ -379,12 +420,20 @@ def parse_history(data: bytes, *, source: str = HISTORY_FILE) -> HistoryTables:
         run_start=run_start,
         subscribe_processes=frozenset(subscribers),
         nemesis=tuple(nemesis),
-        op_counts={str(k): v for k, v in counts.items()},
+        op_counts=op_counts,
         ok_poll_times=np.asarray(ok_poll_times, dtype=np.int64),
         ignored=ignored,
-        dropped_records=b.dropped,
+        dropped_records=dropped,
     )
-    return HistoryTables(sends=sends, polls=polls, meta=meta)
+    return HistoryTables(sends=sends.sends_table(), polls=polls.polls_table(), meta=meta)
+
+
+def _damaged(source: str, lineno: int, e: Exception) -> HistoryError:
+    return HistoryError(
+        f"{source}, line {lineno}: not a valid history event ({type(e).__name__}: {e}). Only the "
+        "last line of an interrupted run may be incomplete; this file is damaged earlier. Re-run the "
+        "scenario, or cut the file before that line to check what precedes it."
+    )
 
 
 def write_tables(tables: HistoryTables, run_dir: Path | str) -> tuple[Path, Path]:

@@ -84,15 +84,17 @@ def duplicate_cases(ctx: Context) -> list[dict[str, Any]]:
     dup = np.flatnonzero(counts > 1)
     if not len(dup):
         return []
-    entry = np.isin(vo.e_pid, dup)
+    is_dup = np.zeros(ctx.n_pairs, dtype=bool)
+    is_dup[dup] = True
+    entry = is_dup[vo.e_pid]
     offsets: dict[int, list[int]] = defaultdict(list)
     indexes: dict[int, list[int]] = defaultdict(list)
     for pid, g in zip(vo.e_pid[entry].tolist(), vo.e_group[entry].tolist(), strict=True):
         offsets[pid].append(int(vo.g_offset[g]))
         indexes[pid].append(int(vo.g_index[g]))
     s, p = ctx.sends, ctx.polls
-    s_rows = np.isin(s.pid, dup)
-    p_rows = np.isin(p.pid, dup)
+    s_rows = is_dup[s.pid]
+    p_rows = is_dup[p.pid]
     refs = refs_by(
         np.concatenate([s.pid[s_rows], p.pid[p_rows]]),
         np.concatenate([s.op[s_rows], p.op[p_rows]]),

@@ -54,11 +54,10 @@ def lost_write_cases(ctx: Context) -> list[dict[str, Any]]:
 
     # The earliest ok poll row that read, per key, a value whose first position is the bound.
     at_bound = vo.first_index[p.pid] == bound[p.key]
-    max_read_row = np.full(nk, -1, dtype=np.int64)
-    rows = np.flatnonzero(at_bound)
-    # rows are in op order, so the first row per key is the earliest
-    keys_seen, first_pos = np.unique(p.key[rows], return_index=True)
-    max_read_row[keys_seen] = rows[first_pos]
+    max_read_row = np.full(nk, _BIG, dtype=np.int64)
+    # rows are in op order, so the smallest row per key is the earliest reader
+    np.minimum.at(max_read_row, p.key[at_bound], np.flatnonzero(at_bound))
+    max_read_row[max_read_row == _BIG] = -1
 
     order = np.lexsort((vo.first_index[lost_pids], ctx.pair_key[lost_pids]))
     out = []
@@ -145,7 +144,7 @@ def unseen_series(
     if len(ok):
         peak: dict[int, int] = {}
         by_key: dict[int, list[int]] = {}
-        for k in np.unique(keys).tolist():
+        for k in np.flatnonzero(np.bincount(keys, minlength=len(ctx.keys))).tolist():
             m = keys == k
             counts = _count(sent[m], gone[m], nb, bucket_ns)
             if max(counts, default=0) > 0:

@@ -8,13 +8,7 @@ from typing import Any
 import numpy as np
 
 from checker.anomalies._common import MAX_LISTED
-from checker.context import I64, Context, deltas
-
-
-def _op_key_order(op: I64, key: I64) -> I64:
-    """Rows grouped by (op, key), keeping row order inside each group."""
-    pos = np.arange(len(op), dtype=np.int64)
-    return np.lexsort((pos, key, op)).astype(np.int64)
+from checker.context import Context, deltas, op_key_order
 
 
 def int_poll_skip_nonmonotonic_cases(ctx: Context) -> dict[str, list[dict[str, Any]]]:
@@ -35,7 +29,7 @@ def int_poll_skip_nonmonotonic_cases(ctx: Context) -> dict[str, list[dict[str, A
     out: dict[str, list[dict[str, Any]]] = {"int-poll-skip": [], "int-nonmonotonic-poll": []}
     if len(p) < 2:
         return out
-    order = _op_key_order(p.op, p.key)
+    order = op_key_order(ctx, "polls")
     op, key = p.op[order], p.key[order]
     idx = ctx.vo.by_value[p.pid[order]]
     same = np.zeros(len(order), dtype=bool)
@@ -88,7 +82,7 @@ def poll_skip_nonmonotonic_cases(
     out: dict[str, list[dict[str, Any]]] = {"poll-skip": [], "nonmonotonic-poll": []}
     if len(p) < 2:
         return out
-    order = _op_key_order(p.op, p.key)
+    order = op_key_order(ctx, "polls")
     op, key = p.op[order], p.key[order]
     new = np.ones(len(order), dtype=bool)
     new[1:] = (op[1:] != op[:-1]) | (key[1:] != key[:-1])

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from checker.anomalies._common import MAX_LISTED
-from checker.context import FAIL, Context, deltas
+from checker.context import FAIL, Context, deltas, op_key_order
 
 
 def _offset(ctx: Context, row: int) -> int | None:
@@ -34,8 +34,7 @@ def int_send_skip_nonmonotonic_cases(ctx: Context) -> dict[str, list[dict[str, A
     out: dict[str, list[dict[str, Any]]] = {"int-send-skip": [], "int-nonmonotonic-send": []}
     if len(s) < 2:
         return out
-    pos = np.arange(len(s), dtype=np.int64)
-    order = np.lexsort((pos, s.key, s.op))
+    order = op_key_order(ctx, "sends")
     op, key = s.op[order], s.key[order]
     idx = ctx.vo.by_value[s.pid[order]]
     same = np.zeros(len(order), dtype=bool)

@@ -1,0 +1,203 @@
+"""How fast the checker is: `history_to_tables` and `analyse` on synthetic histories.
+
+    .venv/bin/python bench/checker_speed.py                    # 10^5 and 10^6 events
+    .venv/bin/python bench/checker_speed.py --sizes 1e5 1e6 1e7
+
+A size is a number of history events (lines). Each size runs in a fresh subprocess so that its peak RSS
+(resource.getrusage) is its own. The histories are clean (a few failed sends, no anomalies but none
+needed: the checker does the same work either way) and look like a real run: 16 partitions, 8 producers
+sending one record per op, 4 assign-mode consumers polling batches of up to 8 records per partition a little
+behind the producers, a kill/restart by the nemesis, and the harness's final `drain-complete`.
+Prints figures; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+SEND_INVOKE = (
+    '{"index":%d,"time":%d,"process":%d,"type":"invoke","f":"send","value":[["send","chaos/%d",%d]]}\n'
+)
+SEND_OK = '{"index":%d,"time":%d,"process":%d,"type":"ok","f":"send","value":[["send","chaos/%d",[%d,%d]]]}\n'
+SEND_FAIL = (
+    '{"index":%d,"time":%d,"process":%d,"type":"fail","f":"send","value":[["send","chaos/%d",%d]],'
+    '"error":"NotEnoughReplicasException"}\n'
+)
+POLL_INVOKE = '{"index":%d,"time":%d,"process":%d,"type":"invoke","f":"poll","value":[["poll"]]}\n'
+POLL_OK = '{"index":%d,"time":%d,"process":%d,"type":"ok","f":"poll","value":[["poll",{"chaos/%d":[%s]}]]}\n'
+
+
+def generate(
+    path: Path,
+    events: int,
+    *,
+    keys: int = 16,
+    producers: int = 8,
+    consumers: int = 4,
+    batch: int = 8,
+    fail_rate: float = 0.01,
+    seed: int = 0,
+) -> dict[str, int]:
+    """Write a clean history of about `events` lines to `path`; return what it holds."""
+    rng = np.random.default_rng(seed)
+    m = max(1, int(events / (2 + 2 / batch)))  # send ops; polls add about 2/batch lines per send
+    key = rng.integers(0, keys, size=m)
+    failed = rng.random(m) < fail_rate
+    # Offsets: rank of each successful send within its key, in value (= time) order.
+    offset = np.full(m, -1, dtype=np.int64)
+    good = np.flatnonzero(~failed)
+    order = good[np.argsort(key[good], kind="stable")]
+    k_sorted = key[order]
+    starts = np.searchsorted(k_sorted, np.arange(keys))
+    rank = np.arange(len(order)) - starts[k_sorted]
+    offset[order] = rank
+    # Poll batches: consecutive runs of `batch` records of one key, read by consumer key % consumers after
+    # the batch's last record was acknowledged, plus a random lag.
+    batch_id = k_sorted * (m // batch + 2) + rank // batch
+    new = np.r_[True, batch_id[1:] != batch_id[:-1]]
+    b_first = np.flatnonzero(new)
+    b_last = np.r_[b_first[1:] - 1, len(order) - 1]
+    last_value = order[b_last]
+    lag = rng.integers(0, 4 * producers, size=len(b_first))
+    # A consumer reads a key's batches in order: make each key's poll positions non-decreasing.
+    span = 2 * m
+    b_key = k_sorted[b_first]
+    poll_at = np.maximum.accumulate(last_value + lag + b_key * span) - b_key * span
+    record = [f"[{o},{v}]" for o, v in zip(rank.tolist(), order.tolist(), strict=True)]
+
+    # Merge: send op v sorts at 2v, a poll at 2(last value + lag) + 1.
+    n_polls = len(b_first)
+    sort_key = np.concatenate([2 * np.arange(m), 2 * np.minimum(poll_at, m - 1) + 1])
+    op_order = np.argsort(sort_key, kind="stable")
+    nops = len(op_order)
+    lines = 2 * nops + 5
+    with path.open("w") as fh:
+        start = {"index": 0, "time": 0, "process": "harness", "type": "info", "f": "run-start"}
+        fh.write(json.dumps({**start, "value": {"seed": seed}}) + "\n")
+        fh.write('{"index":1,"time":500,"process":"nemesis","type":"invoke","f":"kill","value":{"nodes":[2]}}\n')
+        fh.write('{"index":2,"time":600,"process":"nemesis","type":"info","f":"kill","value":{"nodes":[2]}}\n')
+        chunk = 200_000
+        for a in range(0, nops, chunk):
+            out: list[str] = []
+            for pos, op in enumerate(op_order[a : a + chunk].tolist(), a):
+                i = 3 + 2 * pos
+                t = 1000 * i
+                if op < m:
+                    k = int(key[op])
+                    p = op % producers
+                    out.append(SEND_INVOKE % (i, t, p, k, op))
+                    if failed[op]:
+                        out.append(SEND_FAIL % (i + 1, t + 700, p, k, op))
+                    else:
+                        out.append(SEND_OK % (i + 1, t + 700, p, k, offset[op], op))
+                else:
+                    b = op - m
+                    first, last = int(b_first[b]), int(b_last[b])
+                    k = int(k_sorted[first])
+                    c = producers + k % consumers
+                    out.append(POLL_INVOKE % (i, t, c))
+                    out.append(POLL_OK % (i + 1, t + 700, c, k, ",".join(record[first : last + 1])))
+            fh.write("".join(out))
+        i = 3 + 2 * nops
+        restart = {"index": i, "time": 1000 * i, "process": "nemesis", "type": "info", "f": "restart"}
+        fh.write(json.dumps({**restart, "value": {"nodes": [2]}}) + "\n")
+        drain = {"index": i + 1, "time": 1000 * i + 1, "process": "harness", "type": "info"}
+        fh.write(json.dumps({**drain, "f": "drain-complete", "value": True}) + "\n")
+    return {"events": lines, "send_ops": m, "poll_ops": n_polls, "records_read": len(order)}
+
+
+def run_one(events: int) -> dict[str, float]:
+    """Generate, then time history_to_tables and analyse, in this process."""
+    from checker import analyse, history_to_tables
+    from checker.faults import faults_from_history
+
+    with tempfile.TemporaryDirectory(prefix="checker-speed-") as tmp:
+        path = Path(tmp) / "history.jsonl"
+        t0 = time.perf_counter()
+        shape = generate(path, events)
+        t_gen = time.perf_counter() - t0
+        size = path.stat().st_size
+        rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        t0 = time.perf_counter()
+        tables = history_to_tables(path)
+        t_tables = time.perf_counter() - t0
+    meta = tables.meta
+    t0 = time.perf_counter()
+    result = analyse(
+        tables.sends,
+        tables.polls,
+        subscribe_processes=meta.subscribe_processes,
+        faults=faults_from_history(meta.nemesis, end_time=meta.end_time),
+        complete=meta.complete,
+        end_time=meta.end_time,
+        op_counts=meta.op_counts,
+        ok_poll_times=meta.ok_poll_times,
+    )
+    t_analyse = time.perf_counter() - t0
+    return {
+        **shape,
+        "bytes": size,
+        "generate_s": t_gen,
+        "tables_s": t_tables,
+        "analyse_s": t_analyse,
+        "sends_rows": tables.sends.num_rows,
+        "polls_rows": tables.polls.num_rows,
+        "anomalies": sum(result.anomaly_counts.values()),
+        "valid": result.valid,
+        "peak_rss_mb_before": rss_before / 1024,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    ap.add_argument("--sizes", nargs="+", default=["1e5", "1e6"], help="history sizes in events, e.g. 1e7")
+    ap.add_argument("--one", type=float, help=argparse.SUPPRESS)  # internal: run one size, print JSON
+    args = ap.parse_args(argv)
+    if args.one:
+        print(json.dumps(run_one(int(args.one))))
+        return 0
+    from checker.tables import JSON_DECODER
+
+    print(f"JSON decoder: {JSON_DECODER}")
+    header = (
+        f"{'events':>10} {'MB':>7} {'sends':>9} {'polled':>9} | {'tables s':>8} {'ev/s':>10} | "
+        f"{'analyse s':>9} {'ev/s':>10} | {'peak RSS MB':>11}"
+    )
+    print(header)
+    print("-" * len(header))
+    for size in args.sizes:
+        n = int(float(size))
+        proc = subprocess.run(
+            [sys.executable, __file__, "--one", str(n)], capture_output=True, text=True, check=False
+        )
+        if proc.returncode:
+            print(f"{n:>10} failed:\n{proc.stderr}")
+            return 1
+        r = json.loads(proc.stdout.strip().splitlines()[-1])
+        ev = r["events"]
+        print(
+            f"{ev:>10} {r['bytes'] / 1e6:>7.1f} {r['sends_rows']:>9} {r['polls_rows']:>9} | "
+            f"{r['tables_s']:>8.2f} {ev / r['tables_s']:>10,.0f} | {r['analyse_s']:>9.2f} "
+            f"{ev / r['analyse_s']:>10,.0f} | {r['peak_rss_mb']:>11,.0f}"
+        )
+        if r["anomalies"] or not r["valid"]:
+            print(f"  unexpected: {r['anomalies']} anomalies in a clean history")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
