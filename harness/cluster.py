@@ -413,6 +413,21 @@ class KafkaCluster:
             lambda: want <= self.live_broker_ids(), self.all_logs
         )
 
+    def heal_all(self, timeout_s: float | None = None) -> None:
+        """Undo every fault: resume paused nodes, start stopped ones, drop partition rules and link toxics;
+        then wait until every broker is back in the metadata."""
+        for node in self.nodes.values():
+            status = node.status()
+            if status == "paused":
+                node.resume()
+            elif status in ("exited", "stopped", "created"):
+                node.start()
+        for node in self.nodes.values():
+            node.heal()
+        if self.toxiproxy is not None:
+            self.toxiproxy.reset()
+        self.wait_ready(timeout_s)
+
     # -- access --------------------------------------------------------------------------------------------
 
     def node(self, node_id: int) -> KafkaNode:
@@ -480,17 +495,25 @@ class KafkaCluster:
     def partition_states(self, topic: str) -> list[PartitionState]:
         return describe_partitions(self.bootstrap_servers(direct=True), topic)
 
+    def wait_for_state(
+        self, topic: str, predicate: Callable[[PartitionState], bool], what: str, timeout_s: float = 60
+    ) -> list[PartitionState]:
+        """Wait until every partition of `topic` satisfies `predicate`; return those states."""
+
+        def probe() -> list[PartitionState] | None:
+            states = self.partition_states(topic)
+            return states if states and all(predicate(s) for s in states) else None
+
+        return Wait(f"{topic}: {what}", timeout_s, 0.5).until(probe, self.all_logs)
+
     def wait_for_isr(self, topic: str, size: int, timeout_s: float = 60, node_id: int | None = None) -> None:
         """Every partition has a leader and an ISR of `size` (containing `node_id` when given)."""
-
-        def full() -> bool:
-            states = self.partition_states(topic)
-            return bool(states) and all(
-                s.leader is not None and len(s.isr) >= size and (node_id is None or node_id in s.isr) for s in states
-            )
-
-        what = f"{topic}: every partition with a leader and ISR of {size}" + (f" incl. {node_id}" if node_id else "")
-        Wait(what, timeout_s, 0.5).until(full, self.all_logs)
+        self.wait_for_state(
+            topic,
+            lambda s: s.leader is not None and len(s.isr) >= size and (node_id is None or node_id in s.isr),
+            f"every partition with a leader and ISR of {size}" + (f" incl. {node_id}" if node_id else ""),
+            timeout_s,
+        )
 
     def controller_id(self) -> int | None:
         return quorum_leader(self.bootstrap_servers(direct=True))
@@ -540,6 +563,12 @@ class Toxiproxy:
             r = requests.post(f"{self.api_url}/proxies", json=body, timeout=5)
             if r.status_code not in (200, 201, 409):
                 raise ClusterError(f"creating Toxiproxy proxy for broker {b.node_id} failed: {r.text}")
+
+    def reset(self) -> None:
+        """Remove every toxic and re-enable every proxy."""
+        import requests
+
+        requests.post(f"{self.api_url}/reset", timeout=5).raise_for_status()
 
     def remove(self) -> None:
         if self._container is not None:

@@ -1,0 +1,37 @@
+# Two entry points (README): `make demo` and `make test`. Both set everything up first, idempotently:
+# a virtualenv with the project, a Docker-API engine (Podman where no Docker engine runs), the images.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+BIN := $(VENV)/bin
+SHELL := /bin/bash
+
+.PHONY: setup venv engine images demo test lint bench clean
+
+setup: venv engine images
+
+venv: $(VENV)/.installed
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev,spark]'
+	touch $@
+
+engine:
+	bash harness/engine/setup-engine.sh >/dev/null
+	bash harness/engine/setup-host-tools.sh
+
+images: venv engine
+	$(BIN)/kafka-chaos image build
+
+demo: setup
+	$(BIN)/kafka-chaos run scenarios/demo.toml
+
+test: setup
+	$(BIN)/pytest
+
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/mypy .
+
+clean: venv
+	$(BIN)/kafka-chaos clean

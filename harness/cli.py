@@ -1,0 +1,244 @@
+"""`kafka-chaos`: a thin shell over the library. Every command calls one library function; `main()` is the one
+place that turns errors into messages and exit codes (0 ok, 1 the checker found violations, 2 bad input or a
+broken environment, 130 interrupted)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import time
+from pathlib import Path
+from types import FrameType
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from harness.errors import KafkaChaosError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Jepsen-style chaos testing for real Kafka clusters.")
+image_app = typer.Typer(no_args_is_help=True, help="Build or pull the Kafka and Toxiproxy images.")
+cluster_app = typer.Typer(no_args_is_help=True, help="Start, inspect and remove clusters by hand.")
+app.add_typer(image_app, name="image")
+app.add_typer(cluster_app, name="cluster")
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+# -- environment ----------------------------------------------------------------------------------------------
+
+
+@app.command()
+def doctor(kafka_version: Annotated[str | None, typer.Option(help="Kafka image version to check")] = None) -> None:
+    """Check engine, images, JRE and ports; print the command that fixes each missing piece."""
+    from harness.doctor import run_checks
+    from harness.images import DEFAULT_KAFKA_VERSION
+
+    checks = run_checks(kafka_version or DEFAULT_KAFKA_VERSION)
+    table = Table(title="kafka-chaos doctor")
+    for col in ("check", "status", "detail", "fix"):
+        table.add_column(col)
+    for c in checks:
+        table.add_row(c.name, "[green]ok[/]" if c.ok else "[red]missing[/]", c.detail, c.fix)
+    console.print(table)
+    if not all(c.ok for c in checks):
+        raise typer.Exit(2)
+
+
+@image_app.command("build")
+def image_build(
+    kafka_version: Annotated[str | None, typer.Option(help="Kafka version (default: newest 4.x that resolves)")] = None,
+    pull: Annotated[bool, typer.Option(help="Pull apache/kafka:V instead of building (needs a registry)")] = False,
+    force: Annotated[bool, typer.Option(help="Rebuild even if the image exists")] = False,
+    toxiproxy: Annotated[bool, typer.Option(help="Also build the Toxiproxy image")] = True,
+) -> None:
+    """Build the offline Kafka image (debootstrap + Maven jars) and the Toxiproxy image, once per version."""
+    from harness.images import DEFAULT_KAFKA_VERSION, build_all
+
+    start = time.monotonic()
+    with console.status("building images…") as status:
+        built = build_all(kafka_version or DEFAULT_KAFKA_VERSION, lambda m: status.update(m[:100]),
+                          pull=pull, toxiproxy=toxiproxy, force=force)
+    console.print(f"[green]ready[/] {built.kafka}" + (f", {built.toxiproxy}" if built.toxiproxy else "")
+                  + f" ({time.monotonic() - start:.0f}s)")
+
+
+@app.command()
+def clean() -> None:
+    """Remove every container, network and volume labelled by kafka-chaos (leftovers of killed runs)."""
+    from harness.cluster import remove_labelled
+    from harness.engine import docker_client
+
+    removed = remove_labelled(docker_client())
+    console.print(
+        f"removed {len(removed['containers'])} containers, {len(removed['networks'])} networks, "
+        f"{len(removed['volumes'])} volumes"
+    )
+
+
+# -- clusters -------------------------------------------------------------------------------------------------
+
+
+@cluster_app.command("up")
+def cluster_up(
+    nodes: Annotated[int, typer.Option(help="Combined nodes, or brokers when --controllers > 0")] = 3,
+    controllers: Annotated[int, typer.Option(help="Dedicated controllers (0: combined nodes)")] = 0,
+    kafka_version: Annotated[str | None, typer.Option()] = None,
+    toxiproxy: Annotated[bool, typer.Option(help="Put a Toxiproxy proxy in front of each broker")] = False,
+    detach: Annotated[bool, typer.Option(help="Leave it running and return; remove it with `cluster down`")] = False,
+) -> None:
+    """Start a cluster and keep it until Ctrl-C (or, with --detach, until `kafka-chaos cluster down`)."""
+    from harness.cluster import ClusterSpec, KafkaCluster
+    from harness.images import DEFAULT_KAFKA_VERSION
+
+    spec = ClusterSpec(nodes=nodes, controllers=controllers, kafka_version=kafka_version or DEFAULT_KAFKA_VERSION,
+                       toxiproxy=toxiproxy)
+    cluster = KafkaCluster(spec)
+    with console.status(f"starting {nodes}-node cluster {cluster.run_id}…"):
+        cluster.start()
+    console.print(f"[green]ready[/] run id {cluster.run_id}\nbootstrap servers: {cluster.bootstrap_servers()}")
+    if detach:
+        return
+    try:
+        console.print("Ctrl-C removes it.")
+        while True:
+            time.sleep(1)
+    finally:
+        with console.status("removing cluster…"):
+            cluster.stop()
+
+
+@cluster_app.command("status")
+def cluster_status(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Clusters kafka-chaos has running on this engine, with their nodes."""
+    from harness.cluster import NODE_LABEL, PORT_LABEL, ROLE_LABEL, RUN_LABEL
+    from harness.engine import docker_client
+
+    rows: list[dict[str, Any]] = []
+    for c in docker_client().containers.list(all=True, filters={"label": RUN_LABEL}):
+        rows.append({"run": c.labels[RUN_LABEL], "name": c.name, "role": c.labels.get(ROLE_LABEL),
+                     "node": c.labels.get(NODE_LABEL), "status": c.status, "port": c.labels.get(PORT_LABEL)})
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return
+    if not rows:
+        console.print("no kafka-chaos clusters on this engine")
+        return
+    table = Table()
+    for col in ("run", "name", "role", "node", "status", "client port"):
+        table.add_column(col)
+    for r in sorted(rows, key=lambda r: (r["run"], r["name"])):
+        table.add_row(r["run"], r["name"], r["role"] or "", r["node"] or "", r["status"], r["port"] or "")
+    console.print(table)
+
+
+@cluster_app.command("down")
+def cluster_down(run_id: Annotated[str | None, typer.Argument(help="Run id (default: every cluster)")] = None) -> None:
+    """Remove a cluster started with `cluster up --detach` (or all of them)."""
+    from harness.cluster import remove_labelled
+    from harness.engine import docker_client
+
+    removed = remove_labelled(docker_client(), run_id)
+    console.print(f"removed {len(removed['containers'])} containers")
+
+
+# -- runs -----------------------------------------------------------------------------------------------------
+
+
+@app.command()
+def run(
+    scenario: Annotated[Path, typer.Argument(help="Scenario TOML file")],
+    seed: Annotated[int | None, typer.Option(help="Override the scenario's seed")] = None,
+    out: Annotated[Path, typer.Option(help="Results folder")] = Path("results"),
+) -> None:
+    """Run a scenario on a fresh cluster, check it, and print the verdict (exit 1 on violations)."""
+    from harness.run import run_scenario_file
+
+    result = run_scenario_file(scenario, seed=seed, out=out, console=console)
+    _print_verdict(result.results, result.run_dir)
+    if result.results["violations"]:
+        raise typer.Exit(1)
+
+
+@app.command()
+def check(
+    run_dir: Annotated[Path, typer.Argument(help="A run's results folder")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print results.json")] = False,
+) -> None:
+    """Check a stored history (also one cut short); writes results.json. Exit 1 on violations."""
+    from harness.run import check_run_dir
+
+    results = check_run_dir(run_dir)
+    if as_json:
+        print(json.dumps(results, indent=2, default=str))
+    else:
+        _print_verdict(results, run_dir)
+    if results["violations"]:
+        raise typer.Exit(1)
+
+
+def _print_verdict(results: dict[str, Any], run_dir: Path) -> None:
+    counts = results.get("anomaly_counts", {})
+    table = Table(title=f"anomalies — {run_dir}")
+    table.add_column("anomaly")
+    table.add_column("count", justify="right")
+    for name, n in sorted(counts.items()):
+        table.add_row(name, str(n))
+    if counts:
+        console.print(table)
+    verdict = "[red]FAIL[/]" if results.get("violations") else "[green]PASS[/]"
+    complete = "complete" if results.get("complete") else "[yellow]incomplete[/] (the run was cut short)"
+    console.print(
+        f"{verdict}: {len(results.get('violations', []))} violations, valid={results.get('valid')}, {complete}; "
+        f"report: {run_dir / 'report.html'}"
+    )
+
+
+# -- entry point ----------------------------------------------------------------------------------------------
+
+
+def _sigterm(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt  # unwinds through every context manager, so clusters are removed
+
+
+def _known_errors() -> tuple[type[BaseException], ...]:
+    errors: list[type[BaseException]] = [KafkaChaosError]
+    try:
+        from checker import HistoryError
+
+        errors.append(HistoryError)
+    except ImportError:
+        pass
+    try:
+        from spark import SparkReconcileError
+
+        errors.append(SparkReconcileError)
+    except ImportError:
+        pass
+    return tuple(errors)
+
+
+def main() -> None:
+    signal.signal(signal.SIGTERM, _sigterm)
+    try:
+        app(standalone_mode=False)
+    except KeyboardInterrupt:
+        err_console.print("[yellow]interrupted[/]: everything this run started has been removed")
+        sys.exit(130)
+    except typer.Exit as e:
+        sys.exit(e.exit_code)
+    except Exception as err:
+        if isinstance(err, _known_errors()):
+            err_console.print(f"[red]error:[/] {err}", highlight=False)
+            sys.exit(getattr(err, "exit_code", 2))
+        if hasattr(err, "show") and isinstance(getattr(err, "exit_code", None), int):
+            err.show()  # a usage error: click (vendored by typer) prints it the usual way
+            sys.exit(err.exit_code)
+        raise
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,186 @@
+"""pytest plugin (entry point `pytest11`): real-cluster fixtures and chaos runs for ordinary pytest tests.
+
+Fixtures
+  kafka_cluster   a running cluster, shared across the session by every test that asks for the same spec
+                  (`@pytest.mark.kafka_cluster(nodes=3, controllers=3, ...)` picks the spec). Only one cluster
+                  is up at a time (two on a small host starve each other); tests are grouped by spec so each
+                  spec starts once. After each test every fault is healed.
+  make_topic      factory: `make_topic(partitions=3, replication_factor=3, configs={...})` -> a fresh topic
+                  name, deleted after the test.
+  chaos_run       factory: `chaos_run(scenario_dict_or_path, **overrides)` -> the checked RunResult, on the
+                  session's cluster when its spec matches.
+Marker
+  @pytest.mark.chaos(scenario="scenarios/kill-leader.toml", seed=1, **overrides): runs the scenario before the
+  test; the test gets the result as the `chaos_result` fixture and fails with the violations and the report
+  path when the checker finds any.
+Options
+  --kafka-chaos-keep           keep clusters after the session (debugging); `kafka-chaos cluster down` removes them
+  --kafka-chaos-results DIR    where runs write their results (default: results/)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, fields
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.cluster import ClusterSpec, KafkaCluster
+from harness.errors import KafkaChaosError
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("kafka-chaos")
+    group.addoption("--kafka-chaos-keep", action="store_true", default=False,
+                    help="keep kafka-chaos clusters after the session (remove with `kafka-chaos cluster down`)")
+    group.addoption("--kafka-chaos-results", default="results", metavar="DIR",
+                    help="folder for chaos runs' results (default: results)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "kafka_cluster(**spec): the ClusterSpec the kafka_cluster fixture starts")
+    config.addinivalue_line("markers", "chaos(scenario=..., seed=..., **overrides): run a chaos scenario")
+
+
+def _spec_from_marker(item: pytest.Item) -> ClusterSpec:
+    marker = item.get_closest_marker("kafka_cluster")
+    kwargs = dict(marker.kwargs) if marker else {}
+    allowed = {f.name for f in fields(ClusterSpec)}
+    unknown = set(kwargs) - allowed
+    if unknown:
+        raise pytest.UsageError(f"kafka_cluster marker: unknown fields {sorted(unknown)}; allowed: {sorted(allowed)}")
+    return ClusterSpec(**kwargs)
+
+
+def _spec_key(spec: ClusterSpec) -> str:
+    return repr(sorted(asdict(spec).items()))
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Group tests that use a cluster by spec (stable within a group) so each spec starts once."""
+    def uses_cluster(item: pytest.Item) -> bool:
+        names = getattr(item, "fixturenames", ())
+        return "kafka_cluster" in names or "chaos_run" in names or item.get_closest_marker("chaos") is not None
+
+    without = [i for i in items if not uses_cluster(i)]
+    with_cluster = [i for i in items if uses_cluster(i)]
+    order: dict[str, int] = {}
+    for item in with_cluster:
+        order.setdefault(_spec_key(_spec_from_marker(item)), len(order))
+    with_cluster.sort(key=lambda i: order[_spec_key(_spec_from_marker(i))])
+    items[:] = without + with_cluster
+
+
+class ClusterPool:
+    """At most one live cluster; a request for another spec replaces it."""
+
+    def __init__(self, keep: bool) -> None:
+        self.keep = keep
+        self.current: KafkaCluster | None = None
+        self._key: str | None = None
+
+    def get(self, spec: ClusterSpec) -> KafkaCluster:
+        key = _spec_key(spec)
+        if self.current is not None and self._key == key:
+            return self.current
+        self.release()
+        cluster = KafkaCluster(spec)
+        cluster.start()
+        self.current, self._key = cluster, key
+        return cluster
+
+    def heal_or_drop(self) -> None:
+        """Heal the shared cluster after a test; one that cannot be healed is replaced on next use."""
+        if self.current is None:
+            return
+        try:
+            self.current.heal_all(timeout_s=60)
+        except Exception:
+            self.release()
+
+    def release(self) -> None:
+        if self.current is not None and not self.keep:
+            self.current.stop()
+        self.current, self._key = None, None
+
+
+@pytest.fixture(scope="session")
+def kafka_chaos_pool(request: pytest.FixtureRequest) -> Iterator[ClusterPool]:
+    pool = ClusterPool(keep=bool(request.config.getoption("--kafka-chaos-keep")))
+    yield pool
+    pool.release()
+
+
+@pytest.fixture
+def kafka_cluster(request: pytest.FixtureRequest, kafka_chaos_pool: ClusterPool) -> Iterator[KafkaCluster]:
+    try:
+        cluster = kafka_chaos_pool.get(_spec_from_marker(request.node))
+    except KafkaChaosError as err:
+        pytest.fail(f"kafka-chaos could not start the cluster: {err}", pytrace=False)
+    yield cluster
+    kafka_chaos_pool.heal_or_drop()
+
+
+@pytest.fixture
+def make_topic(kafka_cluster: KafkaCluster) -> Iterator[Callable[..., str]]:
+    made: list[str] = []
+    counter = itertools.count()
+
+    def make(partitions: int = 3, replication_factor: int = 3, configs: dict[str, str] | None = None,
+             name: str | None = None) -> str:
+        topic = name or f"t{next(counter)}-{uuid.uuid4().hex[:8]}"
+        kafka_cluster.create_topic(topic, partitions, replication_factor, configs)
+        made.append(topic)
+        return topic
+
+    yield make
+    if made:
+        from confluent_kafka.admin import AdminClient
+
+        with contextlib.suppress(Exception):
+            for f in AdminClient(kafka_cluster.admin_config()).delete_topics(made).values():
+                f.result(timeout=15)
+
+
+@pytest.fixture
+def kafka_chaos_results(request: pytest.FixtureRequest) -> Path:
+    return Path(str(request.config.getoption("--kafka-chaos-results")))
+
+
+@pytest.fixture
+def chaos_run(kafka_chaos_pool: ClusterPool, kafka_chaos_results: Path) -> Iterator[Callable[..., Any]]:
+    """Factory: run a scenario (path or dict) on the pool's cluster and return the checked RunResult."""
+    from harness.run import run_scenario
+
+    def run(scenario: str | Path | dict[str, Any], **overrides: Any) -> Any:
+        return run_scenario(scenario, out=kafka_chaos_results, pool=kafka_chaos_pool, **overrides)
+
+    yield run
+    kafka_chaos_pool.heal_or_drop()
+
+
+@pytest.fixture
+def chaos_result(request: pytest.FixtureRequest, chaos_run: Callable[..., Any]) -> Any:
+    """The result of the test's `@pytest.mark.chaos(...)` run; the test fails when it has violations."""
+    marker = request.node.get_closest_marker("chaos")
+    if marker is None:
+        raise pytest.UsageError("chaos_result needs @pytest.mark.chaos(scenario=...)")
+    kwargs = dict(marker.kwargs)
+    scenario = kwargs.pop("scenario", None) or (marker.args[0] if marker.args else None)
+    if scenario is None:
+        raise pytest.UsageError("@pytest.mark.chaos needs scenario=<path or dict>")
+    result = chaos_run(scenario, **kwargs)
+    violations = result.results["violations"]
+    if violations:
+        names = sorted({v.get("name", "?") for v in violations})
+        pytest.fail(
+            f"chaos run {result.run_id}: {len(violations)} violations ({', '.join(names)}); "
+            f"report: {result.run_dir / 'report.html'}",
+            pytrace=False,
+        )
+    return result
