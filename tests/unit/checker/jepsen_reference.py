@@ -8,6 +8,7 @@ Only ok ops carry reads, as in kafka-chaos histories.
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
 from typing import Any
 
@@ -36,9 +37,8 @@ def analysis(ops: list[Op]) -> dict[str, Any]:
                 ok_reads[k] |= set(vs)
 
     def committed(op: Op) -> bool:
-        return op["type"] == "ok" or (
-            op["type"] == "info" and any(v in ok_reads.get(k, ()) for k, vs in op_writes(op).items() for v in vs)
-        )
+        read = any(v in ok_reads.get(k, ()) for k, vs in op_writes(op).items() for v in vs)
+        return op["type"] == "ok" or (op["type"] == "info" and read)
 
     writer_of: dict[tuple[str, int], Op] = {}
     for op in ops:
@@ -102,12 +102,12 @@ def analysis(ops: list[Op]) -> dict[str, Any]:
     int_send: dict[str, set[Any]] = {"skip": set(), "nm": set()}
     for op in ops:
         for k, vs in op_reads(op).items():
-            for v1, v2 in zip(vs, vs[1:], strict=False):
+            for v1, v2 in itertools.pairwise(vs):
                 d = delta(k, v1, v2)
                 if d != 1:
                     int_poll["skip" if d > 1 else "nm"].add((k, op["complete"], (v1, v2), d))
         for k, vs in op_writes(op).items():
-            for v1, v2 in zip(vs, vs[1:], strict=False):
+            for v1, v2 in itertools.pairwise(vs):
                 d = delta(k, v1, v2)
                 if d != 1:
                     int_send["skip" if d > 1 else "nm"].add((k, op["invoke"], (v1, v2), d))
@@ -123,7 +123,8 @@ def analysis(ops: list[Op]) -> dict[str, Any]:
                 v = op_reads(prev)[k][-1]
                 d = delta(k, v, vs[0])
                 if d != 1:
-                    poll["skip" if d > 1 else "nm"].add((k, (prev["complete"], op["complete"]), (v, vs[0]), d))
+                    ops_ = (prev["complete"], op["complete"])
+                    poll["skip" if d > 1 else "nm"].add((k, ops_, (v, vs[0]), d))
             last_reads[(op["process"], k)] = op
 
     nm_send = set()
