@@ -50,7 +50,7 @@ from checker.schema import ANOMALIES_BAD_BY_DEFAULT
 from spark import kernel
 from spark.errors import SparkReconcileError
 from spark.session import DEFAULT_DRIVER_MEMORY, DEFAULT_MASTER, first_line, start_session
-from spark.tables import RunTables, load_rows, read_run, resolve_runs
+from spark.tables import OP_STRIDE, RunTables, load_rows, read_run, resolve_runs
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -92,14 +92,17 @@ def reconcile(
     capped at `max_instances` per anomaly (smallest key, then value/offset, first); `anomaly_counts` are
     exact. An `unseen` instance lists at most `max_values` values and has the exact `count`.
 
-    `spark`: an existing session to use (and leave running); otherwise one is started with `master`,
-    `driver_memory`, and stopped at the end. `shuffle_partitions`: partitions of the one shuffle (default:
-    adaptive, see the module doc). Raises SparkReconcileError with a message for a person.
+    `spark`: a session to use and leave running (by default the active one, if any); otherwise one is
+    started with `master` and `driver_memory`, and stopped at the end. `shuffle_partitions`: partitions
+    of the one shuffle (default: adaptive, see the module doc). Raises SparkReconcileError with a message
+    for a person.
     """
     if max_instances < 0 or max_values < 0:
         raise SparkReconcileError("max_instances and max_values must be zero or more.")
     started = time.monotonic()
     show = sys.stderr.isatty() if progress is None else progress
+    if spark is None:
+        spark = _active_session()  # e.g. under spark-submit, or embedded
     own = spark is None
     session = spark or start_session(
         master, driver_memory=driver_memory, shuffle_partitions=shuffle_partitions
@@ -137,6 +140,14 @@ def _ship_kernel_by_value() -> None:
     from pyspark import cloudpickle
 
     cloudpickle.register_pickle_by_value(kernel)  # type: ignore[no-untyped-call]
+
+
+def _active_session() -> SparkSession | None:
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        return None  # start_session says how to install it
+    return SparkSession.getActiveSession()
 
 
 class _Job:
@@ -217,7 +228,8 @@ def _settle_uncertain(
         keys_ops = by_run.get(run_tables.run)
         if not keys_ops:
             continue
-        ops = sorted({o for ops in keys_ops.values() for o in ops})
+        shift = run_tables.number * OP_STRIDE if prefixed else 0
+        ops = sorted({o - shift for ops in keys_ops.values() for o in ops})
         sends, polls = read_run(session, run_tables)
         wanted = session.createDataFrame([(o,) for o in ops], "op_index bigint")
         try:
@@ -232,7 +244,7 @@ def _settle_uncertain(
             )
         except Exception as exc:
             raise _job_error(exc) from None
-        committed = sorted(set(read_ops.column("op_index").to_pylist()))
+        committed = sorted({o + shift for o in read_ops.column("op_index").to_pylist()})
         if not committed:
             continue
         keys = sorted(k for k, k_ops in keys_ops.items() if set(k_ops) & set(committed))
@@ -267,11 +279,13 @@ def _assemble(rows: list[dict[str, Any]], cap: int) -> dict[str, Any]:
     for row in rows:
         if row["kind"] == kernel.KIND_KEY:
             keys[row["key"]] = dict(zip(kernel.KEY_STATS, row["stats"], strict=True))
+        elif row["kind"] == kernel.KIND_UNCERTAIN:
+            continue  # settled before (or nothing of those ops was read: not committed)
         else:
             instance: dict[str, Any] = {"key": row["key"]}
             for column, name in _FIELDS[row["kind"]]:
                 if row[column] is not None:
-                    instance[name] = row[column]
+                    instance[name] = [o % OP_STRIDE for o in row[column]] if column == "ops" else row[column]
             instances[row["kind"]].append(instance)
     keys = dict(sorted(keys.items()))
 

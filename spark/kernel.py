@@ -327,3 +327,36 @@ def analyse_table(
         emit(KIND_KEY, key_names[k], stats=stat_matrix[k].tolist())
 
     return pa.Table.from_pydict(out, schema=FINDINGS_SCHEMA)
+
+
+def input_rows(sends: pa.Table, polls: pa.Table, *, key_prefix: str = "") -> pa.Table:
+    """The kernel's input (INPUT_SCHEMA) from a run's sends and polls tables, in pyarrow: what the Spark
+    job's scan produces, for running the kernel on one machine (tests, small runs)."""
+
+    def col(table: pa.Table, name: str) -> pa.Array:
+        return table.column(name).combine_chunks().cast(pa.int64())
+
+    def keys(table: pa.Table) -> pa.Array:
+        k = table.column("key").combine_chunks().cast(pa.string())
+        return pc.binary_join_element_wise(key_prefix, k, "") if key_prefix else k
+
+    kinds = sends.column("type").combine_chunks().cast(pa.string())
+    src = np.full(sends.num_rows, SRC_INFO, dtype=np.int8)
+    src[np.asarray(pc.equal(kinds, "ok").to_numpy(zero_copy_only=False), dtype=bool)] = SRC_OK
+    src[np.asarray(pc.equal(kinds, "fail").to_numpy(zero_copy_only=False), dtype=bool)] = SRC_FAIL
+    ok_polls = polls.filter(pc.equal(polls.column("type"), "ok"))
+    part_sends = pa.table(
+        [keys(sends), col(sends, "value"), col(sends, "offset"), pa.array(src), col(sends, "op_index")],
+        schema=INPUT_SCHEMA,
+    )
+    part_polls = pa.table(
+        [
+            keys(ok_polls),
+            col(ok_polls, "value"),
+            col(ok_polls, "offset"),
+            pa.array(np.full(ok_polls.num_rows, SRC_POLL, dtype=np.int8)),
+            col(ok_polls, "op_index"),
+        ],
+        schema=INPUT_SCHEMA,
+    )
+    return pa.concat_tables([part_sends, part_polls])

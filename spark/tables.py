@@ -27,6 +27,9 @@ _NEEDED = {
     "polls": ("value", "key", "offset", "op_index", "type"),
 }
 _SCHEMAS = {"sends": SENDS_SCHEMA, "polls": POLLS_SCHEMA}
+OP_STRIDE = 1 << 40
+"""Op indexes of run n are shifted by n × OP_STRIDE in a multi-run job, so ops of different runs never
+meet (`op % OP_STRIDE` is the history index again)."""
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,9 @@ class RunTables:
     """Where one run's tables are, and the id its keys are namespaced with."""
 
     run: str
+    number: int
+    """Position in the list of runs: op indexes are per run, so with several runs the job adds
+    `number * OP_STRIDE` to them (see `load_rows`)."""
     path: str
     sends: str
     polls: str
@@ -97,7 +103,8 @@ def resolve_runs(spark: SparkSession, paths: list[str]) -> list[RunTables]:
             run = f"{run}#{seen[run]}"
         else:
             seen[run] = 1
-        runs.append(RunTables(run=run, path=raw, sends=found["sends"], polls=found["polls"], bytes=size))
+        runs.append(RunTables(run=run, number=len(runs), path=raw, sends=found["sends"], polls=found["polls"],
+                              bytes=size))
     return runs
 
 
@@ -136,7 +143,7 @@ def read_run(spark: SparkSession, run: RunTables) -> tuple[DataFrame, DataFrame]
 def load_rows(spark: SparkSession, runs: list[RunTables], *, prefix: bool | None = None) -> DataFrame:
     """One narrow DataFrame of every ok poll record and every send of every run, in kernel.INPUT_SCHEMA:
     `key` (prefixed `<run id>/` when `prefix`, by default when there are several runs), `value`, `offset`,
-    `src`, `op`.
+    `src`, `op` (shifted by `run.number * OP_STRIDE` when `prefix`).
 
     Each table is scanned once, only these columns are read (Parquet column pruning), nothing is shuffled.
     """
@@ -148,6 +155,7 @@ def load_rows(spark: SparkSession, runs: list[RunTables], *, prefix: bool | None
     for run in runs:
         sends, polls = read_run(spark, run)
         key = F.concat(F.lit(run.run + "/"), F.col("key")) if prefix else F.col("key")
+        op = F.col("op_index").cast("bigint") + F.lit(run.number * OP_STRIDE if prefix else 0)
         kind = F.col("type")
         frames.append(
             sends.select(
@@ -159,7 +167,7 @@ def load_rows(spark: SparkSession, runs: list[RunTables], *, prefix: bool | None
                 .otherwise(SRC_INFO)
                 .cast("tinyint")
                 .alias("src"),
-                F.col("op_index").cast("bigint").alias("op"),
+                op.alias("op"),
             )
         )
         frames.append(
@@ -168,7 +176,7 @@ def load_rows(spark: SparkSession, runs: list[RunTables], *, prefix: bool | None
                 F.col("value").cast("bigint").alias("value"),
                 F.col("offset").cast("bigint").alias("offset"),
                 F.lit(SRC_POLL).cast("tinyint").alias("src"),
-                F.col("op_index").cast("bigint").alias("op"),
+                op.alias("op"),
             )
         )
     union = frames[0]

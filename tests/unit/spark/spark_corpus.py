@@ -1,0 +1,105 @@
+"""Hand-written histories, one or two anomalies each, plus the tricky cases of Jepsen's definitions."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from conftest import History
+
+K, K1 = "chaos/0", "chaos/1"
+
+CORPUS: dict[str, Callable[[], History]] = {}
+
+
+def case(fn: Callable[[History], None]) -> Callable[[History], None]:
+    def build() -> History:
+        h = History()
+        fn(h)
+        return h
+
+    CORPUS[fn.__name__] = build
+    return fn
+
+
+@case
+def clean(h: History) -> None:
+    h.send(0, [(K, 10, 0)])
+    h.send(0, [(K, 11, 1)])
+    h.send(0, [(K1, 20, 0)])
+    h.poll(1, {K: [(0, 10), (1, 11)], K1: [(0, 20)]})
+
+
+@case
+def lost_write(h: History) -> None:
+    for v, o in ((1, 0), (2, 1), (3, 2)):
+        h.send(0, [(K, v, o)])
+    h.poll(1, {K: [(0, 1)]})
+    h.poll(2, {K: [(2, 3)]})
+
+
+@case
+def unseen_tail(h: History) -> None:
+    for v, o in ((1, 0), (2, 1), (3, 2)):
+        h.send(0, [(K, v, o)])
+    h.send(0, [(K1, 9, None)])  # ok, offset unknown, never read: unseen, never lost
+    h.poll(1, {K: [(0, 1)]})
+
+
+@case
+def duplicate(h: History) -> None:
+    h.send(0, [(K, 1, 0)])
+    h.send(0, [(K, 2, 1)])
+    h.poll(1, {K: [(0, 1), (1, 2), (3, 1)]})
+
+
+@case
+def inconsistent(h: History) -> None:
+    h.send(0, [(K, 1, 0)])
+    h.send(0, [(K, 2, 1)])
+    h.poll(1, {K: [(0, 1), (1, 3)]})
+    h.poll(2, {K: [(1, 2)]})
+
+
+@case
+def aborted_read(h: History) -> None:
+    h.send(0, [(K, 1, None)], type_="fail")
+    h.send(0, [(K, 2, 1)])
+    h.poll(1, {K: [(0, 1), (1, 2)]})
+    h.poll(2, {K: [(0, 1)]})  # a second record of the failed value: a second instance
+
+
+@case
+def duplicate_stretches_bound(h: History) -> None:
+    """A value read at a low and a high offset: the bound is its *first* position, so the unread value
+    between the two copies is not lost; the one below is."""
+    for v, o in ((1, 0), (2, 1), (3, 2), (4, 3)):
+        h.send(0, [(K, v, o)])
+    h.poll(1, {K: [(0, 1), (2, 3), (4, 3)]})
+
+
+@case
+def info_committed_elsewhere(h: History) -> None:
+    """An info send with offsets (acks arrived, op then timed out): its K1 value was read, so the op
+    committed, so its K value (never read, below a read one) is lost."""
+    h.send(0, [(K, 5, 0), (K1, 6, 0)], type_="info", offsets_on_info=True)
+    h.send(1, [(K, 7, 1)])
+    h.poll(2, {K1: [(0, 6)]})
+    h.poll(3, {K: [(1, 7)]})
+
+
+@case
+def info_not_committed(h: History) -> None:
+    """The same, but nothing of the info op was read: it may never have happened; nothing is lost."""
+    h.send(0, [(K, 5, 0), (K1, 6, 0)], type_="info", offsets_on_info=True)
+    h.send(1, [(K, 7, 1)])
+    h.poll(3, {K: [(1, 7)]})
+
+
+@case
+def mixed(h: History) -> None:
+    for i in range(12):
+        h.send(i % 3, [(K if i % 2 else K1, 100 + i, i // 2)])
+    h.send(0, [(K, 200, None)], type_="info")
+    h.send(0, [(K1, 201, None)], type_="fail")
+    h.poll(5, {K: [(0, 101), (2, 105), (3, 107), (3, 999)], K1: [(0, 100), (1, 102), (5, 110), (6, 110)]})
+    h.poll(6, {K: [(5, 111)], K1: [(7, 201)]})
