@@ -1,1 +1,17 @@
-"""kafka-chaos: workloads."""
+"""Clients that produce and consume uniquely tagged records and record every op in the history."""
+
+from workloads.consumer import ConsumerSettings, ConsumerWorkload, final_drain
+from workloads.producer import ProducerSettings, ProducerWorkload, classify
+from workloads.recorder import Recorder, parse_payload, payload
+
+__all__ = [
+    "ConsumerSettings",
+    "ConsumerWorkload",
+    "ProducerSettings",
+    "ProducerWorkload",
+    "Recorder",
+    "classify",
+    "final_drain",
+    "parse_payload",
+    "payload",
+]

@@ -1,0 +1,92 @@
+"""Fault kinds. Each brings its own heal (Jepsen's packages carry their :final-generator).
+
+A fault acts on node ids already resolved from a symbolic target; `start` returns the history value of the
+fault (at least {"nodes": [...]}) and `heal` undoes it. `HEAL_NAMES` gives the history name of each heal, so
+the report can pair a fault band's start and end: kill→restart, stop→start, pause→resume, partition→heal,
+client-link faults→heal-link.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from faults.link import LinkFaults, LinkKind
+from faults.partitions import Shape, grudge
+from faults.targets import Cluster
+
+NODE_FAULTS = ("kill", "stop", "pause")
+LINK_FAULTS = ("latency", "bandwidth", "timeout", "reset_peer", "link-down")
+HEAL_NAMES = {"kill": "restart", "stop": "start", "pause": "resume", "partition": "heal",
+              **{k: "heal-link" for k in LINK_FAULTS}}
+
+
+class Fault(Protocol):
+    name: str
+
+    def start(self, nodes: list[int]) -> dict[str, Any]: ...
+    def heal(self, nodes: list[int]) -> dict[str, Any]: ...
+
+
+@dataclass
+class NodeFault:
+    """kill/restart (SIGKILL, then start with its data), stop/start (clean shutdown), pause/resume (freezer)."""
+
+    name: str
+    cluster: Cluster
+
+    def start(self, nodes: list[int]) -> dict[str, Any]:
+        for n in nodes:
+            node = self.cluster.nodes[n]
+            {"kill": node.kill, "stop": node.stop, "pause": node.pause}[self.name]()
+        return {"nodes": nodes}
+
+    def heal(self, nodes: list[int]) -> dict[str, Any]:
+        for n in nodes:
+            node = self.cluster.nodes[n]
+            {"kill": node.start, "stop": node.start, "pause": node.resume}[self.name]()
+        return {"nodes": nodes}
+
+
+@dataclass
+class PartitionFault:
+    """iptables DROP between nodes per a grudge (see faults.partitions); heal flushes the rules."""
+
+    cluster: Cluster
+    shape: Shape
+    rng: random.Random
+    name: str = "partition"
+
+    def start(self, nodes: list[int]) -> dict[str, Any]:
+        everyone = sorted(self.cluster.nodes)
+        g = grudge(self.shape, everyone, nodes, self.rng)
+        for node_id, dropped in g.items():
+            if dropped:
+                self.cluster.nodes[node_id].drop_traffic([self.cluster.nodes[d] for d in sorted(dropped)])
+        return {"nodes": nodes, "shape": self.shape, "grudge": {str(k): sorted(v) for k, v in g.items() if v}}
+
+    def heal(self, nodes: list[int]) -> dict[str, Any]:
+        for node in self.cluster.nodes.values():
+            node.heal()
+        return {"nodes": sorted(self.cluster.nodes)}
+
+
+@dataclass
+class LinkFault:
+    """A Toxiproxy toxic (or a disabled proxy) on the client links of the target brokers."""
+
+    name: LinkKind
+    links: LinkFaults
+    params: dict[str, int]
+
+    def start(self, nodes: list[int]) -> dict[str, Any]:
+        applied: dict[str, Any] = {}
+        for n in nodes:
+            applied = self.links.apply(self.name, n, **self.params)
+        return {"nodes": nodes, **applied}
+
+    def heal(self, nodes: list[int]) -> dict[str, Any]:
+        for n in nodes:
+            self.links.heal(n)
+        return {"nodes": nodes}

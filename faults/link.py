@@ -1,0 +1,58 @@
+"""Client-link faults through Toxiproxy: the one adapter over toxiproxy-python (DESIGN.md §5).
+
+Each broker's client listener is advertised through its own proxy named `broker-<id>`; a toxic on that proxy
+degrades what clients see of that broker and nothing else (replication and the quorum do not pass through it).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from toxiproxy import Toxiproxy
+
+LinkKind = Literal["latency", "bandwidth", "timeout", "reset_peer", "link-down"]
+TOXIC_NAME = "kafka-chaos"
+
+
+class LinkFaults:
+    def __init__(self, api_host: str, api_port: int) -> None:
+        self._server = Toxiproxy()
+        self._server.update_api_consumer(api_host, api_port)
+
+    def _proxy(self, broker_id: int) -> Any:
+        proxy = self._server.get_proxy(f"broker-{broker_id}")
+        if proxy is None:
+            raise LookupError(f"no Toxiproxy proxy for broker {broker_id}")
+        return proxy
+
+    def apply(self, kind: LinkKind, broker_id: int, *, latency_ms: int = 500, jitter_ms: int = 0,
+              rate_kbps: int = 64) -> dict[str, Any]:
+        """Start one link fault on a broker's client link; returns what was applied (for the history)."""
+        proxy = self._proxy(broker_id)
+        if kind == "link-down":
+            proxy.disable()
+            return {"enabled": False}
+        attributes: dict[str, Any]
+        if kind == "latency":
+            attributes = {"latency": latency_ms, "jitter": jitter_ms}
+        elif kind == "bandwidth":
+            attributes = {"rate": rate_kbps}
+        elif kind == "timeout":
+            attributes = {"timeout": 0}  # a black hole: data is dropped and connections hang until healed
+        elif kind == "reset_peer":
+            attributes = {"timeout": 0}  # TCP RST at once
+        else:
+            raise ValueError(f"unknown link fault {kind!r}")
+        for stream in ("downstream", "upstream"):
+            proxy.add_toxic(type=kind, stream=stream, name=f"{TOXIC_NAME}-{stream}", attributes=attributes)
+        return {"toxic": kind, **attributes}
+
+    def heal(self, broker_id: int) -> None:
+        proxy = self._proxy(broker_id)
+        for stream in ("downstream", "upstream"):
+            if proxy.get_toxic(f"{TOXIC_NAME}-{stream}") is not None:
+                proxy.destroy_toxic(f"{TOXIC_NAME}-{stream}")
+        proxy.enable()
+
+    def heal_all(self) -> None:
+        self._server.reset()

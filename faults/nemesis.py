@@ -1,0 +1,113 @@
+"""The nemesis: runs a fault plan against a live cluster and writes every fault to the history.
+
+Each fault is recorded Jepsen-style by process "nemesis": `invoke` when it is about to act (value: kind and
+symbolic target), `info` when it took effect (value: the resolved nodes and what was done); its heal likewise,
+under the heal's name (restart, resume, heal, …). `stop()` ends the plan early and heals whatever is still
+active, so everything is healed before the final read.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from faults.kinds import HEAL_NAMES, LINK_FAULTS, Fault, LinkFault, NodeFault, PartitionFault
+from faults.link import LinkFaults
+from faults.schedule import PlannedFault
+from faults.targets import Cluster, resolve
+
+
+class Recorder(Protocol):
+    def record(self, process: int | str, type_: str, f: str, value: Any, error: Any = None) -> int: ...
+
+
+class Nemesis:
+    def __init__(
+        self,
+        cluster: Cluster,
+        topic: str,
+        plan: list[PlannedFault],
+        recorder: Recorder,
+        seed: int,
+        links: LinkFaults | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.cluster, self.topic, self.plan, self.recorder = cluster, topic, plan, recorder
+        self.rng = random.Random(seed)
+        self.links = links
+        self.clock = clock
+        self._stop = threading.Event()
+        self._active: dict[int, tuple[Fault, list[int]]] = {}
+        self._thread = threading.Thread(target=self._run, name="nemesis", daemon=True)
+        self.errors: list[str] = []
+
+    def _fault(self, p: PlannedFault) -> Fault:
+        if p.kind in ("kill", "stop", "pause"):
+            return NodeFault(p.kind, self.cluster)
+        if p.kind == "partition":
+            return PartitionFault(self.cluster, p.shape, self.rng)
+        if p.kind in LINK_FAULTS:
+            if self.links is None:
+                raise RuntimeError(f"{p.kind} needs Toxiproxy (cluster.toxiproxy = true)")
+            return LinkFault(p.kind, self.links, p.params)  # type: ignore[arg-type]
+        raise ValueError(f"unknown fault kind {p.kind!r}")
+
+    def start(self) -> None:
+        self._t0 = self.clock()
+        self._thread.start()
+
+    def _run(self) -> None:
+        events: list[tuple[float, int, str]] = [(p.at_s, i, "start") for i, p in enumerate(self.plan)]
+        heapq.heapify(events)
+        while events and not self._stop.is_set():
+            at, i, what = heapq.heappop(events)
+            if self._stop.wait(max(0.0, at - (self.clock() - self._t0))):
+                break
+            if what == "start":
+                if self._start(i):
+                    heapq.heappush(events, (self.plan[i].heal_at_s, i, "heal"))
+            else:
+                self._heal(i)
+
+    def _start(self, i: int) -> bool:
+        p = self.plan[i]
+        self.recorder.record("nemesis", "invoke", p.kind, {"target": p.target, "shape": p.shape}
+                             if p.kind == "partition" else {"target": p.target})
+        try:
+            brokers_only = p.kind in ("kill", "stop", "pause") or p.kind in LINK_FAULTS
+            nodes = resolve(p.target, self.cluster, self.topic, self.rng, brokers_only=brokers_only)
+            fault = self._fault(p)
+            value = fault.start(nodes)
+        except Exception as err:
+            self.errors.append(f"{p.kind}: {err}")
+            self.recorder.record("nemesis", "info", p.kind, {"target": p.target, "nodes": []},
+                                 error=[type(err).__name__, str(err)])
+            # a fault that failed half way may still have done something: heal it with the others
+            self._active[i] = (self._fault(p), [])
+            return True
+        self._active[i] = (fault, nodes)
+        self.recorder.record("nemesis", "info", p.kind, value)
+        return True
+
+    def _heal(self, i: int) -> None:
+        fault, nodes = self._active.pop(i)
+        name = HEAL_NAMES[fault.name]
+        self.recorder.record("nemesis", "invoke", name, {"nodes": nodes})
+        try:
+            value = fault.heal(nodes)
+            self.recorder.record("nemesis", "info", name, value)
+        except Exception as err:
+            self.errors.append(f"{name}: {err}")
+            self.recorder.record("nemesis", "info", name, {"nodes": nodes}, error=[type(err).__name__, str(err)])
+
+    def stop(self) -> None:
+        """End the plan and heal every fault still active (in start order)."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+        for i in sorted(self._active):
+            self._heal(i)

@@ -1,0 +1,75 @@
+"""Symbolic fault targets, resolved against live metadata at the moment a fault fires (Jepsen's :one, :minority…).
+
+faults/ knows clusters only through the small protocols below; harness.cluster.KafkaCluster satisfies them.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Sequence
+from typing import Literal, Protocol
+
+SymbolicTarget = Literal["one", "leader", "controller", "minority", "majority", "all"]
+Target = SymbolicTarget | list[int]
+
+
+class Node(Protocol):
+    node_id: int
+
+    @property
+    def is_broker(self) -> bool: ...
+    def kill(self) -> None: ...
+    def start(self) -> None: ...
+    def stop(self, timeout_s: int = 30) -> None: ...
+    def pause(self) -> None: ...
+    def resume(self) -> None: ...
+    def drop_traffic(self, peers: Iterable[Node], direction: Literal["both", "in", "out"] = "both") -> None: ...
+    def heal(self) -> None: ...
+
+
+class LeaderInfo(Protocol):
+    leader: int | None
+
+
+class Cluster(Protocol):
+    nodes: dict[int, Node]  # type: ignore[misc]
+
+    def partition_states(self, topic: str) -> Sequence[LeaderInfo]: ...
+    def controller_id(self) -> int | None: ...
+
+
+class TargetError(Exception):
+    """A target that names no node (e.g. `leader` while the partition has none)."""
+
+
+def resolve(target: Target, cluster: Cluster, topic: str, rng: random.Random, *, brokers_only: bool = False) -> list[int]:
+    """Node ids for `target`, now. `leader` is the leader of the topic's partition 0 (the first key); `one`, `minority`,
+    `majority` are drawn from the run's seeded random source, so a seed replays the same choices."""
+    ids = sorted(n.node_id for n in cluster.nodes.values() if n.is_broker or not brokers_only)
+    if isinstance(target, list):
+        unknown = set(target) - set(ids)
+        if unknown:
+            raise TargetError(f"nodes {sorted(unknown)} do not exist; nodes are {ids}")
+        return sorted(target)
+    if target == "all":
+        return ids
+    if target == "one":
+        return [rng.choice(ids)]
+    if target == "leader":
+        states = cluster.partition_states(topic)
+        leader = states[0].leader if states else None
+        if leader is None:
+            raise TargetError(f"{topic}/0 has no leader right now")
+        return [leader]
+    if target == "controller":
+        controller = cluster.controller_id()
+        if controller is None:
+            raise TargetError("no active controller right now")
+        return [controller]
+    shuffled = ids[:]
+    rng.shuffle(shuffled)
+    if target == "minority":
+        return sorted(shuffled[: max(1, (len(ids) - 1) // 2)])
+    if target == "majority":
+        return sorted(shuffled[: len(ids) // 2 + 1])
+    raise TargetError(f"unknown target {target!r}")

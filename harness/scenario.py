@@ -1,0 +1,195 @@
+"""Scenario files (TOML): cluster + topic + workload + faults + duration + seed, validated with pydantic.
+
+A bad file never produces a traceback: `load_scenario` raises ScenarioError whose message names the file, the
+field, the bad value and what is allowed.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from faults.schedule import FaultsConfig
+from harness.errors import ScenarioError
+from harness.images import DEFAULT_KAFKA_VERSION
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ClusterConfig(Strict):
+    nodes: int = Field(3, ge=1, le=9, description="combined nodes, or brokers when controllers > 0")
+    controllers: int = Field(0, ge=0, le=5)
+    kafka_version: str = DEFAULT_KAFKA_VERSION
+    official_image: bool = False
+    toxiproxy: bool = False
+    elr: bool | None = None
+    broker_overrides: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("broker_overrides", mode="before")
+    @classmethod
+    def _stringify(cls, v: Any) -> Any:
+        if isinstance(v, dict):
+            return {str(k): str(val).lower() if isinstance(val, bool) else str(val) for k, val in v.items()}
+        return v
+
+
+class TopicConfig(Strict):
+    name: str = "chaos"
+    partitions: int = Field(3, ge=1, le=64)
+    replication_factor: int = Field(3, ge=1)
+    min_insync_replicas: int = Field(2, ge=1)
+    unclean_leader_election: bool = False
+    configs: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _min_isr_fits(self) -> TopicConfig:
+        if self.min_insync_replicas > self.replication_factor:
+            raise ValueError(
+                f"min_insync_replicas ({self.min_insync_replicas}) cannot exceed replication_factor "
+                f"({self.replication_factor})"
+            )
+        return self
+
+    def kafka_configs(self) -> dict[str, str]:
+        return {
+            "min.insync.replicas": str(self.min_insync_replicas),
+            "unclean.leader.election.enable": str(self.unclean_leader_election).lower(),
+            **self.configs,
+        }
+
+
+class WorkloadConfig(Strict):
+    producers: int = Field(2, ge=0, le=32, description="producer threads")
+    in_flight: int = Field(8, ge=1, le=1024, description="Jepsen processes per producer thread, one op each")
+    consumers: int = Field(1, ge=0, le=32)
+    consumer_mode: Literal["assign", "subscribe"] = "assign"
+    acks: Literal["0", "1", "all"] = "all"
+    idempotence: bool = True
+    retries: int | None = Field(None, ge=0)
+    linger_ms: int = Field(5, ge=0)
+    batch_size: int = Field(16384, ge=1)
+    record_size: int = Field(100, ge=8, le=1_000_000)
+    rate: float = Field(200, ge=0, description="sends per second per producer thread; 0 = unthrottled")
+    delivery_timeout_ms: int = Field(15000, ge=1000)
+    request_timeout_ms: int = Field(5000, ge=100)
+    poll_max_records: int = Field(500, ge=1)
+    drain_timeout_s: float = Field(60, gt=0)
+
+    @field_validator("acks", mode="before")
+    @classmethod
+    def _acks_text(cls, v: Any) -> Any:
+        return str(v) if isinstance(v, int) else v
+
+    @model_validator(mode="after")
+    def _idempotence_needs_acks_all(self) -> WorkloadConfig:
+        if self.idempotence and self.acks != "all":
+            raise ValueError(f"idempotence = true needs acks = \"all\" (Kafka's rule); got acks = \"{self.acks}\"")
+        return self
+
+
+class Scenario(Strict):
+    name: str
+    description: str = ""
+    seed: int = 0
+    duration_s: float = Field(30, gt=0, le=24 * 3600)
+    cluster: ClusterConfig = Field(default_factory=ClusterConfig)
+    topic: TopicConfig = Field(default_factory=TopicConfig)
+    workload: WorkloadConfig = Field(default_factory=WorkloadConfig)
+    faults: FaultsConfig = Field(default_factory=FaultsConfig)
+    # Written by the harness into results/<run>/scenario.toml; ignored when a scenario is run.
+    run_id: str | None = None
+    kafka_settings: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _fits_cluster(self) -> Scenario:
+        if self.topic.replication_factor > self.cluster.nodes:
+            raise ValueError(
+                f"topic.replication_factor ({self.topic.replication_factor}) needs at least that many brokers; "
+                f"cluster.nodes = {self.cluster.nodes}"
+            )
+        link = {"latency", "bandwidth", "timeout", "reset_peer", "link-down"}
+        kinds = self.faults.kinds()
+        if kinds & link and not self.cluster.toxiproxy:
+            raise ValueError(f"client-link faults {sorted(kinds & link)} need cluster.toxiproxy = true")
+        return self
+
+    def with_overrides(self, **overrides: Any) -> Scenario:
+        """A copy with dotted overrides applied, e.g. {"workload.acks": "1", "seed": 3}; validated again."""
+        data = self.model_dump()
+        for dotted, value in overrides.items():
+            node = data
+            *parents, leaf = dotted.replace("__", ".").split(".")
+            for p in parents:
+                node = node.setdefault(p, {})
+            node[leaf] = value
+        return parse_scenario(data, source="overrides")
+
+
+def _format_errors(err: ValidationError, source: str) -> str:
+    lines = [f"{source}: invalid scenario"]
+    for e in err.errors():
+        loc = ".".join(str(p) for p in e["loc"])
+        given = e.get("input")
+        msg = e["msg"].removeprefix("Value error, ")
+        if e["type"] == "extra_forbidden":
+            msg = "unknown field"
+        shown = f" (got {given!r})" if given is not None and not isinstance(given, dict) else ""
+        lines.append(f"  {loc or '<top>'}: {msg}{shown}")
+    return "\n".join(lines)
+
+
+def parse_scenario(data: dict[str, Any], source: str = "<scenario>") -> Scenario:
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as err:
+        raise ScenarioError(_format_errors(err, source)) from None
+
+
+def load_scenario(path: Path) -> Scenario:
+    if not path.exists():
+        raise ScenarioError(f"{path}: no such scenario file. Ready-made ones are in scenarios/*.toml")
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as err:
+        raise ScenarioError(f"{path}: not valid TOML: {err}") from None
+    data.setdefault("name", path.stem)
+    return parse_scenario(data, source=str(path))
+
+
+def to_toml(data: dict[str, Any]) -> str:
+    """Minimal TOML writer for the resolved scenario (tables of scalars, lists and nested tables)."""
+    def scalar(v: Any) -> str:
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, int | float):
+            return repr(v)
+        if isinstance(v, str):
+            return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        if isinstance(v, list):
+            if v and all(isinstance(x, dict) for x in v):
+                return "[" + ", ".join(inline(x) for x in v) + "]"
+            return "[" + ", ".join(scalar(x) for x in v) + "]"
+        if isinstance(v, dict):
+            return inline(v)
+        raise TypeError(f"cannot write {type(v).__name__} to TOML")
+
+    def key(k: str) -> str:
+        return k if re.fullmatch(r"[A-Za-z0-9_-]+", k) else scalar(k)
+
+    def inline(d: dict[str, Any]) -> str:
+        return "{" + ", ".join(f"{key(k)} = {scalar(v)}" for k, v in d.items() if v is not None) + "}"
+
+    def table(prefix: str, d: dict[str, Any]) -> list[str]:
+        out = [f"{key(k)} = {scalar(v)}" for k, v in d.items() if v is not None and not isinstance(v, dict)]
+        for k, v in d.items():
+            if isinstance(v, dict):
+                name = f"{prefix}.{k}" if prefix else k
+                out += ["", f"[{name}]", *table(name, v)]
+        return out
+
+    return "\n".join(table("", data)) + "\n"

@@ -1,0 +1,149 @@
+"""Consumers and the final drain read. Every poll is one op: `invoke [["poll"]]`, then `ok` with what it read,
+`{key: [[offset, value], …]}` (Jepsen's poll value). A poll has no side effects, so a poll that raised is `fail`.
+
+`assign` consumers read every partition from the beginning with no group (so positions only move by reading);
+`subscribe` consumers join a group, where rebalances may move positions: the checker allows their poll skips.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+
+from workloads.recorder import Recorder, client_logger, parse_payload
+
+
+@dataclass(frozen=True)
+class ConsumerSettings:
+    bootstrap_servers: str
+    topic: str
+    partitions: int
+    mode: Literal["assign", "subscribe"] = "assign"
+    max_records: int = 500
+    poll_timeout_s: float = 0.5
+    group_id: str = "kafka-chaos"
+
+    def client_config(self) -> dict[str, Any]:
+        return {
+            "bootstrap.servers": self.bootstrap_servers,
+            "group.id": f"{self.group_id}-{uuid.uuid4().hex[:8]}" if self.mode == "assign" else self.group_id,
+            "enable.auto.commit": self.mode == "subscribe",
+            "auto.offset.reset": "earliest",
+            "enable.partition.eof": False,
+            "session.timeout.ms": 6000,
+            "heartbeat.interval.ms": 1000,
+            "topic.metadata.refresh.interval.ms": 1000,
+            "client.id": "kafka-chaos-consumer",
+            "logger": client_logger(),
+        }
+
+    def keys(self) -> list[str]:
+        return [f"{self.topic}/{p}" for p in range(self.partitions)]
+
+
+def poll_once(consumer: Consumer, process: int, recorder: Recorder, settings: ConsumerSettings,
+              timeout_s: float | None = None) -> dict[str, list[list[int]]] | None:
+    """One poll op. Returns what it read (None when it failed)."""
+    recorder.record(process, "invoke", "poll", [["poll"]])
+    try:
+        messages = consumer.consume(settings.max_records, timeout=timeout_s or settings.poll_timeout_s)
+    except KafkaException as err:
+        recorder.record(process, "fail", "poll", [["poll"]], error=[type(err).__name__, str(err)])
+        return None
+    read: dict[str, list[list[int]]] = defaultdict(list)
+    for msg in messages:
+        if msg.error() is not None:
+            continue  # informational (e.g. transport) errors; librdkafka recovers on its own
+        value = parse_payload(msg.value())
+        if value is not None:
+            read[f"{msg.topic()}/{msg.partition()}"].append([msg.offset(), value])
+    recorder.record(process, "ok", "poll", [["poll", dict(read)]])
+    return read
+
+
+def start_reading(consumer: Consumer, process: int, recorder: Recorder, settings: ConsumerSettings) -> None:
+    if settings.mode == "assign":
+        recorder.record(process, "invoke", "assign", settings.keys())
+        consumer.assign([TopicPartition(settings.topic, p, OFFSET_BEGINNING) for p in range(settings.partitions)])
+        recorder.record(process, "ok", "assign", settings.keys())
+    else:
+        recorder.record(process, "invoke", "subscribe", [settings.topic])
+        consumer.subscribe([settings.topic])
+        recorder.record(process, "ok", "subscribe", [settings.topic])
+
+
+class ConsumerWorkload:
+    def __init__(self, settings: ConsumerSettings, recorder: Recorder) -> None:
+        self.settings = settings
+        self.recorder = recorder
+        self.stop_event = threading.Event()
+        self.polls = 0
+        self._thread = threading.Thread(target=self._run, name="consumer", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        consumer = Consumer(self.settings.client_config())
+        process = self.recorder.new_process()
+        try:
+            start_reading(consumer, process, self.recorder, self.settings)
+            while not self.stop_event.is_set():
+                poll_once(consumer, process, self.recorder, self.settings)
+                self.polls += 1
+        finally:
+            consumer.close()
+
+
+def end_offsets(consumer: Consumer, settings: ConsumerSettings, deadline: float) -> dict[int, int] | None:
+    """High watermark of every partition, retried until `deadline` (a partition may be briefly leaderless)."""
+    ends: dict[int, int] = {}
+    while time.monotonic() < deadline:
+        for p in range(settings.partitions):
+            if p in ends:
+                continue
+            try:
+                ends[p] = consumer.get_watermark_offsets(TopicPartition(settings.topic, p), timeout=5)[1]
+            except KafkaException:
+                pass
+        if len(ends) == settings.partitions:
+            return ends
+        time.sleep(0.5)
+    return None
+
+
+def final_drain(settings: ConsumerSettings, recorder: Recorder, timeout_s: float) -> bool:
+    """Assign every key, seek to the beginning, read up to the end offsets (as of the start of the drain),
+    retrying until done or `timeout_s`. Returns whether every partition was read to its end."""
+    deadline = time.monotonic() + timeout_s
+    drain_settings = ConsumerSettings(**{**settings.__dict__, "mode": "assign"})
+    consumer = Consumer({**drain_settings.client_config(), "client.id": "kafka-chaos-drain"})
+    process = recorder.new_process()
+    try:
+        ends = end_offsets(consumer, drain_settings, deadline)
+        if ends is None:
+            return False
+        start_reading(consumer, process, recorder, drain_settings)
+        position = {p: 0 for p in range(settings.partitions)}
+        while any(position[p] < ends[p] for p in position) and time.monotonic() < deadline:
+            read = poll_once(consumer, process, recorder, drain_settings, timeout_s=1.0)
+            for key, records in (read or {}).items():
+                p = int(key.rsplit("/", 1)[1])
+                if records:
+                    position[p] = max(position[p], records[-1][0] + 1)
+        return all(position[p] >= ends[p] for p in position)
+    except KafkaException as err:
+        recorder.record(process, "info", "poll", [["poll"]], error=[KafkaError.__name__, str(err)])
+        return False
+    finally:
+        consumer.close()
