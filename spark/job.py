@@ -448,7 +448,7 @@ def _errors_to_exit() -> Iterator[None]:
     except SparkReconcileError as err:
         from rich.console import Console
 
-        Console(stderr=True).print(f"[bold red]error:[/] {err}", highlight=False)
+        Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {err}", highlight=False)
         raise SystemExit(err.exit_code) from None
 
 
