@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -271,7 +272,9 @@ def _parse(lines: Iterable[bytes], *, source: str) -> HistoryTables:
     nemesis: list[NemesisEvent] = []
     run_start: dict[str, Any] | None = None
     drain: bool | None = None
-    ignored = dropped = events = end_time = lineno = 0
+    ignored = dropped = blank = lineno = t = 0
+    send_types: list[str] = []
+    send_type = send_types.append
 
     def add_polls(value: Any, proc: int, index: int, t: int) -> int:
         lost = 0
@@ -304,25 +307,26 @@ def _parse(lines: Iterable[bytes], *, source: str) -> HistoryTables:
                 o = loads(line)
             except ValueError:
                 if not line.strip():
+                    blank += 1
                     continue
                 if line.endswith(b"\n"):
                     raise
                 truncated = True  # the last line, cut mid-way: drop it
                 break
-            events += 1
             proc = o["process"]
-            t = o["time"]
-            if t > end_time:
-                end_time = t
+            t = o["time"]  # events are in time order: the last t is the end
             if type(proc) is int:
                 typ = o["type"]
                 if typ == "invoke":
                     pending[proc] = o
                     continue
-                f = o.get("f")
+                f = o["f"]
                 inv = pending.pop(proc, None)
-                ck = (f, typ)
-                counts[ck] = counts.get(ck, 0) + 1
+                if f == "send":
+                    send_type(typ)  # counted at the end: cheaper than a dict update per op
+                else:
+                    ck = (f, typ)
+                    counts[ck] = counts.get(ck, 0) + 1
                 if f == "poll":
                     if typ == "ok":
                         dropped += add_polls(o["value"], proc, o.get("index", lineno - 1), t)
@@ -408,6 +412,8 @@ def _parse(lines: Iterable[bytes], *, source: str) -> HistoryTables:
     except (ValueError, KeyError, TypeError, IndexError, AttributeError) as e:
         raise _damaged(source, lineno, e) from None
 
+    for typ, n in Counter(send_types).items():
+        counts[("send", typ)] = counts.get(("send", typ), 0) + n
     op_counts: dict[str, dict[str, int]] = {}
     for (f, typ), n in counts.items():
         op_counts.setdefault(str(f), {"ok": 0, "fail": 0, "info": 0})[str(typ)] = n
@@ -415,8 +421,8 @@ def _parse(lines: Iterable[bytes], *, source: str) -> HistoryTables:
         complete=drain is True and not truncated,
         drain_complete=drain,
         truncated=truncated,
-        events=events,
-        end_time=end_time,
+        events=lineno - blank - (1 if truncated else 0),
+        end_time=max([t, *(inv["time"] for inv in pending.values())]),
         run_start=run_start,
         subscribe_processes=frozenset(subscribers),
         nemesis=tuple(nemesis),
