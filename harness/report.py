@@ -407,7 +407,7 @@ def fault_bands(events: Sequence[dict[str, Any]], end_time: int) -> list[FaultBa
     `invoke` if none followed) to the moment its heal did. `restart`/`start`/`resume` heal
     `kill`/`stop`/`pause` on the same nodes (all of that kind if no nodes match); `heal` heals every open
     non-process fault; `heal-<f>` / `<f>-heal` heal kind `<f>`, `heal-link` every client-link fault, and
-    `heal-all` everything."""
+    `heal-all` everything. An action whose completion is `fail` did not happen and is left out."""
     effective: list[dict[str, Any]] = []
     pending: dict[str, Any] | None = None
     for e in events:
@@ -415,6 +415,10 @@ def fault_bands(events: Sequence[dict[str, Any]], end_time: int) -> list[FaultBa
             if pending is not None:
                 effective.append(pending)
             pending = e
+        elif e["type"] == "fail":  # the nemesis could not do it: no fault, or no heal
+            if pending is not None and pending["f"] != e["f"]:
+                effective.append(pending)
+            pending = None
         else:
             if pending is not None and pending["f"] == e["f"]:
                 effective.append({**pending, "time": e["time"], "value": e["value"] or pending["value"]})
@@ -1026,6 +1030,7 @@ def _state_panel(data: RunData, tl: Timeline) -> Panel:
             )
 
         return Panel("Leader / ISR changes", 36, missing)
+    outside = sum(1 for c in st.changes if not 0 <= c.time <= data.duration_ns * 1.05 + BUCKET_NS)
     per_key = len(st.keys) <= MAX_STATE_ROWS
     rows = [*(st.keys if per_key else ["all keys"])]
     if any(c.kind == "controller" for c in st.changes):
@@ -1069,7 +1074,8 @@ def _state_panel(data: RunData, tl: Timeline) -> Panel:
             svg.line(x, y1, x, y2, color, w, title=f"t={c.time / 1e9:.3f}s {c.key}: {what}")
 
     return Panel(
-        f"Leader / ISR changes from state.jsonl ({st.samples} samples, {len(st.keys)} keys)",
+        f"Leader / ISR changes from state.jsonl ({st.samples} samples, {len(st.keys)} keys)"
+        + (f" — {outside} outside the run's time range" if outside else ""),
         height,
         draw,
         [
@@ -1478,6 +1484,13 @@ KNOWN_FIELDS = (
 )
 
 
+def _detail(name: str, v: Any) -> str:
+    """An instance's extra field, times (`*_time`, ns since the run started) in seconds."""
+    if name.endswith("_time") and isinstance(v, int) and not isinstance(v, bool):
+        return _secs(v)
+    return _short(v, 60)
+
+
 def _instance_rows(insts: list[dict[str, Any]], data: RunData) -> str:
     rows = []
     for i, inst in enumerate(insts):
@@ -1501,7 +1514,7 @@ def _instance_rows(insts: list[dict[str, Any]], data: RunData) -> str:
         vcls = verdict if verdict in ("violation", "permitted") else "unknown"
         other = {k: v for k, v in inst.items() if k not in KNOWN_FIELDS}
         other_html = "<br>".join(
-            f'<span class="mono">{esc(k)}={esc(_short(v, 60))}</span>' for k, v in other.items()
+            f'<span class="mono">{esc(k)}={esc(_detail(k, v))}</span>' for k, v in other.items()
         )
         excerpt = _excerpt([o for o in ops[:MAX_OPS_SHOWN] if isinstance(o, int)], data)
         rows.append(

@@ -269,6 +269,8 @@ def test_fault_pairing() -> None:
         _ev(16, 9, "invoke", "start", {"nodes": [3]}),
         _ev(17, 9.4, "info", "start", {"nodes": [3]}),
         _ev(18, 9.5, "invoke", "kill", {"nodes": [2]}),  # never took effect nor healed
+        _ev(19, 9.6, "invoke", "pause", {"nodes": [3]}),
+        _ev(20, 9.7, "fail", "pause", {"nodes": [3]}),  # the nemesis could not: no fault
     ]
     bands = {(b.f, b.target): b for b in fault_bands(events, 10 * SEC)}
     assert bands[("kill", "n1")].start == int(1.1 * SEC) and bands[("kill", "n1")].end == int(3.5 * SEC)
