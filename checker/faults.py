@@ -4,10 +4,10 @@ The nemesis records an `invoke` when it asks for a fault or a heal and an `info`
 (DESIGN.md §3). A *fault window* runs from the moment a fault took effect to the moment its heal took effect
 (or to the end of the history if it was never healed). Which event heals which fault:
 
-- `restart` heals `kill`, `start` heals `stop`, `resume` heals `pause` — on the same nodes when both events
-  name nodes (`value["nodes"]`), else every open fault of that kind;
-- `heal` heals every open fault that is not a process fault (`kill`, `stop`, `pause`): partitions and
-  client-link faults;
+- `restart` heals `kill`, `start` heals `stop`, `resume` heals `pause`, `heal-link` heals the client-link
+  faults (`latency`, `bandwidth`, `timeout`, `reset_peer`, `link-down`) — on the same nodes when both
+  events name nodes (`value["nodes"]`), else every open fault of those kinds (faults.kinds.HEAL_NAMES);
+- `heal` heals every open partition (it flushes every rule) and any open fault of a kind not listed here;
 - `heal-<f>` and `<f>-heal` heal open faults of kind `<f>`;
 - any other f starts a fault.
 
@@ -24,7 +24,14 @@ from typing import Any
 from checker.tables import NemesisEvent
 
 PROCESS_FAULTS = frozenset({"kill", "stop", "pause"})
-HEALS = {"restart": "kill", "start": "stop", "resume": "pause"}
+LINK_FAULTS = frozenset({"latency", "bandwidth", "timeout", "reset_peer", "link-down"})
+HEALS: dict[str, frozenset[str]] = {
+    "restart": frozenset({"kill"}),
+    "start": frozenset({"stop"}),
+    "resume": frozenset({"pause"}),
+    "heal-link": LINK_FAULTS,
+}
+KNOWN = PROCESS_FAULTS | LINK_FAULTS
 
 
 @dataclass(frozen=True)
@@ -40,6 +47,8 @@ class FaultWindow:
     heal: str | None
     index: int
     """History index of the event that started it."""
+    error: Any = None
+    """The nemesis's error if starting the fault failed part way (it may still have done something)."""
 
     def overlaps(self, start: int, end: int | None) -> bool:
         """Whether the window intersects [start, end] (end None: until the end of the history)."""
@@ -54,6 +63,7 @@ class FaultWindow:
             "end": self.end,
             "heal": self.heal,
             "index": self.index,
+            "error": self.error,
         }
 
 
@@ -88,17 +98,17 @@ def _nodes(value: Any) -> tuple[int, ...]:
     return ()
 
 
-def _heals(f: str) -> str | None:
-    """The fault kind an event heals, '*' for the general `heal`, None if it starts a fault."""
+def _heals(f: str, open_kind: str) -> bool:
+    """Whether an event named f heals an open fault of kind `open_kind`."""
     if f in HEALS:
-        return HEALS[f]
+        return open_kind in HEALS[f]
     if f == "heal":
-        return "*"
-    if f.startswith("heal-") and len(f) > 5:
-        return f[5:]
-    if f.endswith("-heal") and len(f) > 5:
-        return f[:-5]
-    return None
+        return open_kind == "partition" or open_kind not in KNOWN
+    return f in (f"heal-{open_kind}", f"{open_kind}-heal")
+
+
+def _is_heal(f: str) -> bool:
+    return f in HEALS or f == "heal" or f.startswith("heal-") or (f.endswith("-heal") and len(f) > 5)
 
 
 def _effective(events: Iterable[NemesisEvent]) -> list[NemesisEvent]:
@@ -114,7 +124,7 @@ def _effective(events: Iterable[NemesisEvent]) -> list[NemesisEvent]:
             if pending is not None and pending.f == e.f:
                 # the completion may not repeat the value; keep the invoke's if so
                 value = e.value if e.value is not None else pending.value
-                out.append(NemesisEvent(pending.index, e.time, e.type, e.f, value))
+                out.append(NemesisEvent(pending.index, e.time, e.type, e.f, value, e.error))
             else:
                 if pending is not None:
                     out.append(pending)
@@ -134,24 +144,27 @@ def faults_from_history(events: Sequence[NemesisEvent], *, end_time: int = 0) ->
         for item in pick:
             start, nodes = item
             open_.remove(item)
-            windows.append(FaultWindow(start.f, start.value, nodes, start.time, ev.time, ev.f, start.index))
+            windows.append(
+                FaultWindow(start.f, start.value, nodes, start.time, ev.time, ev.f, start.index, start.error)
+            )
 
     for ev in _effective(events):
-        kind = _heals(ev.f)
-        if kind is None:
+        if not _is_heal(ev.f):
             open_.append((ev, _nodes(ev.value)))
             continue
-        if kind == "*":
-            close(ev, [item for item in open_ if item[0].f not in PROCESS_FAULTS])
-            continue
-        same = [item for item in open_ if item[0].f == kind]
-        healed = set(_nodes(ev.value))
-        if healed:
-            targeted = [item for item in same if not item[1] or set(item[1]) & healed]
+        same = [item for item in open_ if _heals(ev.f, item[0].f)]
+        if ev.f != "heal":  # `heal` flushes every rule; other heals undo the fault on some nodes
+            healed = set(_nodes(ev.value))
+            if healed:
+                targeted = [item for item in same if not item[1] or set(item[1]) & healed]
+            else:  # e.g. the heal of a fault that failed to start, on no node
+                targeted = [item for item in same if not item[1]]
             same = targeted or same
         close(ev, same)
     for start, nodes in open_:
-        windows.append(FaultWindow(start.f, start.value, nodes, start.time, None, None, start.index))
+        windows.append(
+            FaultWindow(start.f, start.value, nodes, start.time, None, None, start.index, start.error)
+        )
     windows.sort(key=lambda w: (w.start, w.index))
     last = max([end_time, *(e.time for e in events)])
     return FaultSummary(windows=tuple(windows), end_time=last)

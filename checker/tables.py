@@ -81,6 +81,8 @@ class NemesisEvent:
     type: str
     f: str
     value: Any
+    error: Any = None
+    """The nemesis's error, when the fault (or heal) failed (it may still have done something)."""
 
 
 @dataclass(frozen=True)
@@ -373,6 +375,7 @@ def _parse(lines: Iterable[bytes], *, source: str) -> HistoryTables:
                         type=o.get("type", "info"),
                         f=str(o.get("f")),
                         value=o.get("value"),
+                        error=o.get("error"),
                     )
                 )
             elif proc == "harness":

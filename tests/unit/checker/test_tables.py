@@ -226,3 +226,26 @@ def test_verdicts_come_from_the_reference_model(tmp_path: Path, monkeypatch: pyt
     assert r["anomalies"]["lost-write"][0]["reason"] == "acks=all with min ISR 2"
     assert [(v["name"], v["value"]) for v in r["violations"]] == [("lost-write", 2)]
     assert r["valid"] is False  # valid is Jepsen's: bad anomalies are present
+
+
+def test_heals_close_the_faults_they_undo() -> None:
+    h = History()
+    h.nemesis("kill", {"nodes": [1]})
+    h.nemesis("kill", {"nodes": [2]})
+    h.nemesis("latency", {"nodes": [1, 2, 3], "ms": 50})
+    h.nemesis("partition", {"nodes": [3], "shape": "isolate"})
+    h.nemesis("restart", {"nodes": [2]})
+    h.nemesis("heal-link", {"nodes": [1, 2, 3]})
+    h.nemesis("heal", {"nodes": [1, 2, 3]})
+    h.nemesis("kill", {"target": "leader", "nodes": []})  # failed to start
+    h.nemesis("restart", {"nodes": []})
+    t = parse_history(h.text().encode())
+    fs = faults_from_history(t.meta.nemesis)
+    got = [(w.f, w.nodes, w.heal, w.end) for w in fs.windows]
+    assert got == [
+        ("kill", (1,), None, None),
+        ("kill", (2,), "restart", 10000),
+        ("latency", (1, 2, 3), "heal-link", 12000),
+        ("partition", (3,), "heal", 14000),
+        ("kill", (), "restart", 18000),
+    ]
