@@ -11,9 +11,10 @@ the run's files is HTML-escaped.
 
 Inputs (all in the run directory):
 - `history.jsonl`, streamed once: ops per second by f and outcome (from invoke → completion pairs by process),
-  send latency percentiles per second, the nemesis events (paired into fault bands here, with the same
-  rules as `checker.faults`, plus `heal-link`-style heals for client-link faults), and the lines of the ops
-  that the anomaly tables cite. A last line cut mid-way (an interrupted run) is ignored.
+  send latency percentiles per second, the nemesis events, and the lines of the ops that the anomaly tables
+  cite. A last line cut mid-way (an interrupted run) is ignored.
+- Fault bands: `results.json`'s `faults.windows` (what the verdicts used), else `checker.faults_from_history`
+  on the nemesis events, so the report and the checker always pair faults and heals the same way.
 - `state.jsonl`, streamed: leader, ISR and controller changes per key.
 - `results.json` (the checker's output): verdict, anomalies, `stats.unseen_series`, conformance, `model`.
 - `scenario.toml` (the resolved scenario), else the history's `run-start` event: the configuration line.
@@ -71,8 +72,6 @@ CONFORMANCE_NAMES = (
 )
 """Observed behaviour the reference model forbids (DESIGN.md §4, Conformance)."""
 
-PROCESS_FAULTS = frozenset({"kill", "stop", "pause"})
-HEALS = {"restart": "kill", "start": "stop", "resume": "pause", "unpause": "pause"}
 LINK_FAULTS = frozenset(
     {
         "latency",
@@ -89,8 +88,7 @@ LINK_FAULTS = frozenset(
         "toxic",
     }
 )
-LINK_HEAL_WORDS = frozenset({"link", "links", "toxic", "toxics", "proxy", "proxies", "client-link"})
-HEAL_ALL_WORDS = frozenset({"all", "everything"})
+"""Client-link faults (Toxiproxy), drawn in one colour."""
 
 
 def _loads_fn() -> Callable[[bytes], Any]:
@@ -224,7 +222,14 @@ def scan_history(path: Path, wanted: Iterable[int] = ()) -> HistoryScan:
                     scan.lines[idx] = _op_line(ev, idx, lineno, line)
             elif proc == "nemesis":
                 scan.nemesis.append(
-                    {"index": idx, "time": t, "type": typ, "f": str(f), "value": ev.get("value")}
+                    {
+                        "index": idx,
+                        "time": t,
+                        "type": str(typ),
+                        "f": str(f),
+                        "value": ev.get("value"),
+                        "error": ev.get("error"),
+                    }
                 )
                 if idx in want:
                     scan.lines[idx] = _op_line(ev, idx, lineno, line)
@@ -340,6 +345,9 @@ class FaultBand:
     """None: never healed within the history."""
     heal: str | None
     index: int
+    """History index of the event that started it (-1 if unknown)."""
+    error: Any = None
+    """The nemesis's error if starting the fault failed (it may still have done something)."""
 
 
 def _fault_nodes(value: Any) -> tuple[Any, ...]:
@@ -379,101 +387,51 @@ def _target_label(value: Any) -> str:
     return " ".join(parts)
 
 
-def _heal_kind(f: str) -> str | None:
-    """The fault kind an event heals: a kind, `*` (every non-process fault), `link`, `all`; None if it starts
-    a fault."""
-    if f in HEALS:
-        return HEALS[f]
-    if f == "heal":
-        return "*"
-    word = None
-    if f.startswith("heal-") and len(f) > 5:
-        word = f[5:]
-    elif f.endswith("-heal") and len(f) > 5:
-        word = f[:-5]
-    elif f.startswith("heal_") and len(f) > 5:
-        word = f[5:]
-    if word is None:
+def _band(w: dict[str, Any]) -> FaultBand | None:
+    start, end = w.get("start"), w.get("end")
+    if not isinstance(start, int):
         return None
-    if word in LINK_HEAL_WORDS:
-        return "link"
-    if word in HEAL_ALL_WORDS:
-        return "all"
-    return word
+    heal = w.get("heal")
+    index = w.get("index")
+    return FaultBand(
+        f=str(w.get("f")),
+        target=_target_label(w.get("value") if w.get("value") is not None else w.get("nodes")),
+        value=w.get("value"),
+        start=start,
+        end=end if isinstance(end, int) else None,
+        heal=str(heal) if heal is not None else None,
+        index=index if isinstance(index, int) else -1,
+        error=w.get("error"),
+    )
 
 
-def fault_bands(events: Sequence[dict[str, Any]], end_time: int) -> list[FaultBand]:
-    """Pair nemesis events into fault bands: a fault runs from the moment it took effect (its `info`; its
-    `invoke` if none followed) to the moment its heal did. `restart`/`start`/`resume` heal
-    `kill`/`stop`/`pause` on the same nodes (all of that kind if no nodes match); `heal` heals every open
-    non-process fault; `heal-<f>` / `<f>-heal` heal kind `<f>`, `heal-link` every client-link fault, and
-    `heal-all` everything. An action whose completion is `fail` did not happen and is left out."""
-    effective: list[dict[str, Any]] = []
-    pending: dict[str, Any] | None = None
-    for e in events:
-        if e["type"] == "invoke":
-            if pending is not None:
-                effective.append(pending)
-            pending = e
-        elif e["type"] == "fail":  # the nemesis could not do it: no fault, or no heal
-            if pending is not None and pending["f"] != e["f"]:
-                effective.append(pending)
-            pending = None
-        else:
-            if pending is not None and pending["f"] == e["f"]:
-                effective.append({**pending, "time": e["time"], "value": e["value"] or pending["value"]})
-            else:
-                if pending is not None:
-                    effective.append(pending)
-                effective.append(e)
-            pending = None
-    if pending is not None:
-        effective.append(pending)
+def fault_bands(
+    events: Sequence[dict[str, Any]], end_time: int, results: dict[str, Any] | None = None
+) -> list[FaultBand]:
+    """The run's fault windows, paired exactly as the verdicts saw them: `results.json`'s `faults.windows`
+    when the run was checked, else `checker.faults_from_history` on the history's nemesis events (which
+    heal ends which fault is the checker's rule, kept in one place)."""
+    windows = _dict(_dict(results).get("faults")).get("windows")
+    if isinstance(windows, list):
+        bands = [b for b in (_band(w) for w in windows if isinstance(w, dict)) if b is not None]
+    else:
+        from checker.faults import faults_from_history
+        from checker.tables import NemesisEvent
 
-    open_: list[dict[str, Any]] = []
-    bands: list[FaultBand] = []
-
-    def close(ev: dict[str, Any], items: list[dict[str, Any]]) -> None:
-        for item in items:
-            open_.remove(item)
-            bands.append(
-                FaultBand(
-                    item["f"],
-                    _target_label(item["value"]),
-                    item["value"],
-                    item["time"],
-                    ev["time"],
-                    ev["f"],
-                    item["index"],
-                )
+        has_error = "error" in getattr(NemesisEvent, "__dataclass_fields__", {})
+        nemesis = [
+            NemesisEvent(
+                e["index"],
+                e["time"],
+                str(e["type"]),
+                e["f"],
+                e["value"],
+                *([e["error"]] if has_error else []),
             )
-
-    for ev in effective:
-        kind = _heal_kind(ev["f"])
-        if kind is None:
-            open_.append(ev)
-        elif kind == "all":
-            close(ev, list(open_))
-        elif kind == "*":
-            close(ev, [o for o in open_ if o["f"] not in PROCESS_FAULTS])
-        elif kind == "link":
-            close(
-                ev,
-                [o for o in open_ if o["f"] in LINK_FAULTS or o["f"] not in PROCESS_FAULTS | {"partition"}],
-            )
-        else:
-            same = [o for o in open_ if o["f"] == kind]
-            healed = set(_fault_nodes(ev["value"]))
-            if healed:
-                targeted = [
-                    o for o in same if not _fault_nodes(o["value"]) or set(_fault_nodes(o["value"])) & healed
-                ]
-                same = targeted or same
-            close(ev, same)
-    for o in open_:
-        bands.append(
-            FaultBand(o["f"], _target_label(o["value"]), o["value"], o["time"], None, None, o["index"])
-        )
+            for e in events
+        ]
+        summary = faults_from_history(nemesis, end_time=end_time)
+        bands = [b for b in (_band(w.to_dict()) for w in summary.windows) if b is not None]
     bands.sort(key=lambda b: (b.start, b.index))
     return bands
 
@@ -607,7 +565,7 @@ def load_run(run_dir: Path, *, max_instances: int = DEFAULT_MAX_INSTANCES) -> Ru
         config_error=config_error,
         history=history,
         state=state,
-        faults=fault_bands(history.nemesis, end),
+        faults=fault_bands(history.nemesis, end, results),
         logs=logs,
         files=files,
         max_instances=max_instances,
@@ -1195,7 +1153,7 @@ def timeline_svg(data: RunData) -> str:
         healed = f"healed by {b.heal} at {b.end / 1e9:.3f}s" if b.end is not None else "never healed"
         tip = (
             f"{_band_label(b)}: {b.start / 1e9:.3f}s → {healed} (history #{b.index}); "
-            f"value {_short(b.value, 120)}"
+            f"value {_short(b.value, 120)}" + (f"; error {_short(b.error, 120)}" if b.error else "")
         )
         svg.rect(
             x1,
@@ -1687,13 +1645,16 @@ def _faults_html(data: RunData) -> str:
         f"{f'{b.end / 1e9:.3f}' if b.end is not None else 'never healed'}</td>"
         f'<td><span style="color:{_fault_color(b.f)}">■</span> {esc(b.f)}</td>'
         f'<td class="mono">{esc(b.target)}</td>'
-        f'<td>{esc(b.heal or "—")}</td><td class="mono">{esc(_short(b.value, 100))}</td></tr>'
+        f'<td>{esc(b.heal or "—")}</td><td class="mono">{esc(_short(b.value, 100))}</td>'
+        f'<td class="mono">{esc(_short(b.error, 100)) if b.error else ""}</td>'
+        f'<td class="num">{b.index}</td></tr>'
         for b in data.faults
     )
     return (
         '<details id="fault-table"><summary>Fault schedule as it happened '
         f"({len(data.faults)} faults)</summary><table><tr><th>start s</th><th>end s</th><th>fault</th>"
-        f"<th>targets</th><th>healed by</th><th>value</th></tr>{rows}</table></details>"
+        f"<th>targets</th><th>healed by</th><th>value</th><th>error</th><th>history #</th></tr>{rows}"
+        "</table></details>"
     )
 
 

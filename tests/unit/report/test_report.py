@@ -70,7 +70,7 @@ def test_report_of_a_failed_run(tmp_path: Path) -> None:
     svg = page[page.index("<svg") : page.index("</svg>")]
     assert "kill n2" in svg
     assert "partition isolate [1]|[2,3]" in svg
-    assert "latency n3" in svg and "healed by heal-link" in svg
+    assert "latency n3" in svg
     assert "chaos/1: leader 2 → none" in svg
     assert "chaos/1: leader none → 1 (epoch 1)" in svg
     assert "ISR [1,2,3] → [1,3]" in svg
@@ -245,10 +245,11 @@ def test_instances_are_capped(tmp_path: Path) -> None:
 
 
 def _ev(i: int, t: float, type_: str, f: str, value: object = None) -> dict[str, object]:
-    return {"index": i, "time": int(t * SEC), "type": type_, "f": f, "value": value}
+    return {"index": i, "time": int(t * SEC), "type": type_, "f": f, "value": value, "error": None}
 
 
-def test_fault_pairing() -> None:
+def test_fault_bands_follow_the_checker() -> None:
+    """Without results.json the bands come from checker.faults_from_history (one pairing rule)."""
     events = [
         _ev(0, 1, "invoke", "kill", {"nodes": [1]}),
         _ev(1, 1.1, "info", "kill", {"nodes": [1]}),
@@ -258,10 +259,6 @@ def test_fault_pairing() -> None:
         _ev(5, 3.5, "info", "restart", {"nodes": [1]}),
         _ev(6, 4, "invoke", "partition", {"shape": "halves", "groups": [[1, 2], [3]]}),
         _ev(7, 4, "info", "partition"),
-        _ev(8, 5, "invoke", "latency", {"nodes": [3]}),
-        _ev(9, 5, "info", "latency", {"nodes": [3]}),
-        _ev(10, 6, "invoke", "heal-link", None),
-        _ev(11, 6.2, "info", "heal-link", None),
         _ev(12, 7, "invoke", "heal", None),
         _ev(13, 7.3, "info", "heal", None),
         _ev(14, 8, "invoke", "stop", {"nodes": [3]}),
@@ -269,15 +266,38 @@ def test_fault_pairing() -> None:
         _ev(16, 9, "invoke", "start", {"nodes": [3]}),
         _ev(17, 9.4, "info", "start", {"nodes": [3]}),
         _ev(18, 9.5, "invoke", "kill", {"nodes": [2]}),  # never took effect nor healed
-        _ev(19, 9.6, "invoke", "pause", {"nodes": [3]}),
-        _ev(20, 9.7, "fail", "pause", {"nodes": [3]}),  # the nemesis could not: no fault
     ]
     bands = {(b.f, b.target): b for b in fault_bands(events, 10 * SEC)}
     assert bands[("kill", "n1")].start == int(1.1 * SEC) and bands[("kill", "n1")].end == int(3.5 * SEC)
-    assert bands[("kill", "n1")].heal == "restart"
+    assert bands[("kill", "n1")].heal == "restart" and bands[("kill", "n1")].index == 0
     assert bands[("pause", "n2")].end is None  # never resumed
     assert bands[("partition", "halves [1,2]|[3]")].heal == "heal"
-    assert bands[("latency", "n3")].heal == "heal-link" and bands[("latency", "n3")].end == int(6.2 * SEC)
     assert bands[("stop", "n3")].heal == "start"
     assert bands[("kill", "n2")].start == int(9.5 * SEC) and bands[("kill", "n2")].end is None
-    assert len(bands) == 6
+    assert len(bands) == 5
+
+
+def test_fault_bands_prefer_the_checked_windows(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "run")
+    results = json.loads((run.run_dir / "results.json").read_text())
+    results["faults"] = {
+        "end_time": 30 * SEC,
+        "windows": [
+            {
+                "f": "pause",
+                "value": {"nodes": [3]},
+                "nodes": [3],
+                "start": 2 * SEC,
+                "end": 5 * SEC,
+                "heal": "resume",
+                "index": 7,
+                "error": "docker: <boom>",
+            }
+        ],
+    }
+    (run.run_dir / "results.json").write_text(json.dumps(results))
+    data = load_run(run.run_dir)
+    assert [(b.f, b.target, b.heal) for b in data.faults] == [("pause", "n3", "resume")]
+    page = render_report(run.run_dir)
+    assert "pause n3" in page and "kill n2" not in page
+    assert "docker: &lt;boom&gt;" in page
