@@ -24,8 +24,8 @@ cluster_app = typer.Typer(no_args_is_help=True, help="Start, inspect and remove 
 app.add_typer(image_app, name="image")
 app.add_typer(cluster_app, name="cluster")
 
-console = Console()
-err_console = Console(stderr=True)
+console = Console(soft_wrap=True)
+err_console = Console(stderr=True, soft_wrap=True)
 
 
 # -- environment ----------------------------------------------------------------------------------------------
@@ -224,12 +224,13 @@ def _known_errors() -> tuple[type[BaseException], ...]:
 def main() -> None:
     signal.signal(signal.SIGTERM, _sigterm)
     try:
-        app(standalone_mode=False)
+        # Not standalone: typer then returns exit codes (130 for Ctrl-C) instead of exiting, and our own
+        # errors reach the handler below.
+        code = app(standalone_mode=False)
     except KeyboardInterrupt:
-        err_console.print("[yellow]interrupted[/]: everything this run started has been removed")
-        sys.exit(130)
+        code = 130
     except typer.Exit as e:
-        sys.exit(e.exit_code)
+        code = e.exit_code
     except Exception as err:
         if isinstance(err, _known_errors()):
             err_console.print(f"[red]error:[/] {err}", highlight=False)
@@ -238,6 +239,9 @@ def main() -> None:
             err.show()  # a usage error: click (vendored by typer) prints it the usual way
             sys.exit(err.exit_code)
         raise
+    if code == 130:
+        err_console.print("[yellow]interrupted[/]: everything it started has been removed")
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":
