@@ -180,6 +180,64 @@ def check(
         raise typer.Exit(1)
 
 
+@app.command()
+def report(run_dir: Annotated[Path, typer.Argument(help="A run's results folder")]) -> None:
+    """Rebuild report.html of a stored run (checks it first when results.json is missing)."""
+    from harness.report import write_report
+    from harness.run import check_run_dir
+
+    if not (run_dir / "results.json").exists():
+        check_run_dir(run_dir)
+    console.print(f"report: {write_report(run_dir)}")
+
+
+@app.command()
+def reconcile(
+    run_dirs: Annotated[list[str], typer.Argument(help="Run folders (or any Spark-readable URIs of them)")],
+    engine: Annotated[str, typer.Option(help="pandas (single process) or spark")] = "spark",
+    master: Annotated[str, typer.Option(help="Spark master URL")] = "local[*]",
+    out: Annotated[Path | None, typer.Option(help="Write reconcile.json here")] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Reconcile produced vs consumed records of one or many runs; same output shape as `check --json`."""
+    from spark.job import reconcile_runs
+
+    if engine not in ("pandas", "spark"):
+        raise typer.BadParameter(f"--engine must be pandas or spark, not {engine!r}")
+    results = reconcile_runs(run_dirs, engine=engine, master=master, out=out)
+    if as_json:
+        print(json.dumps(results, indent=2, default=str))
+    else:
+        for name, n in sorted(results.get("anomaly_counts", {}).items()):
+            console.print(f"{name}: {n}")
+        console.print(f"valid={results.get('valid')}")
+
+
+@app.command()
+def matrix(model: Annotated[bool, typer.Option("--model", help="Compute it from the reference model")] = True,
+           elr: Annotated[bool, typer.Option(help="ELR (KIP-966) on")] = False) -> None:
+    """Kafka's durability matrix (acks × min.insync × unclean × fault set) from the reference model."""
+    from reference_model.matrix import durability_matrix, render_matrix
+
+    console.print(render_matrix(durability_matrix(elr=elr)))
+
+
+@app.command()
+def campaign(
+    campaign_file: Annotated[Path, typer.Argument(help="Campaign TOML (e.g. scenarios/campaigns/durability.toml)")],
+    out: Annotated[Path, typer.Option(help="Results folder")] = Path("results"),
+    fresh: Annotated[bool, typer.Option(help="Start over instead of resuming")] = False,
+) -> None:
+    """Run a matrix of scenarios one after another (resumable); writes index.html, summary.json, junit.xml."""
+    from harness.campaign import run_campaign
+
+    summary = run_campaign(campaign_file, out=out, fresh=fresh, console=console)
+    cdir = out / "campaigns" / summary["campaign_id"]
+    console.print(f"{summary['done']}/{summary['total']} runs, {summary['failed']} failed; index: {cdir / 'index.html'}")
+    if summary["failed"]:
+        raise typer.Exit(1)
+
+
 def _print_verdict(results: dict[str, Any], run_dir: Path) -> None:
     counts = results.get("anomaly_counts", {})
     table = Table(title=f"anomalies — {run_dir}")

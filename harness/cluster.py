@@ -20,7 +20,7 @@ import socket
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
@@ -605,6 +605,43 @@ def remove_labelled(client: docker.DockerClient, run_id: str | None = None) -> d
             vol.remove(force=True)
             removed["volumes"].append(str(vol.name))
     return removed
+
+
+def spec_key(spec: ClusterSpec) -> str:
+    return repr(sorted(asdict(spec).items()))
+
+
+class ClusterPool:
+    """At most one live cluster; a request for another spec replaces it."""
+
+    def __init__(self, keep: bool) -> None:
+        self.keep = keep
+        self.current: KafkaCluster | None = None
+        self._key: str | None = None
+
+    def get(self, spec: ClusterSpec) -> KafkaCluster:
+        key = spec_key(spec)
+        if self.current is not None and self._key == key:
+            return self.current
+        self.release()
+        cluster = KafkaCluster(spec)
+        cluster.start()
+        self.current, self._key = cluster, key
+        return cluster
+
+    def heal_or_drop(self) -> None:
+        """Heal the shared cluster after a test; one that cannot be healed is replaced on next use."""
+        if self.current is None:
+            return
+        try:
+            self.current.heal_all(timeout_s=60)
+        except Exception:
+            self.release()
+
+    def release(self) -> None:
+        if self.current is not None and not self.keep:
+            self.current.stop()
+        self.current, self._key = None, None
 
 
 @contextlib.contextmanager

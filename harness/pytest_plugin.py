@@ -24,13 +24,13 @@ import contextlib
 import itertools
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, fields
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from harness.cluster import ClusterSpec, KafkaCluster
+from harness.cluster import ClusterPool, ClusterSpec, KafkaCluster, spec_key
 from harness.errors import KafkaChaosError
 
 
@@ -57,10 +57,6 @@ def _spec_from_marker(item: pytest.Item) -> ClusterSpec:
     return ClusterSpec(**kwargs)
 
 
-def _spec_key(spec: ClusterSpec) -> str:
-    return repr(sorted(asdict(spec).items()))
-
-
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     """Group tests that use a cluster by spec (stable within a group) so each spec starts once."""
     def uses_cluster(item: pytest.Item) -> bool:
@@ -71,42 +67,9 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     with_cluster = [i for i in items if uses_cluster(i)]
     order: dict[str, int] = {}
     for item in with_cluster:
-        order.setdefault(_spec_key(_spec_from_marker(item)), len(order))
-    with_cluster.sort(key=lambda i: order[_spec_key(_spec_from_marker(i))])
+        order.setdefault(spec_key(_spec_from_marker(item)), len(order))
+    with_cluster.sort(key=lambda i: order[spec_key(_spec_from_marker(i))])
     items[:] = without + with_cluster
-
-
-class ClusterPool:
-    """At most one live cluster; a request for another spec replaces it."""
-
-    def __init__(self, keep: bool) -> None:
-        self.keep = keep
-        self.current: KafkaCluster | None = None
-        self._key: str | None = None
-
-    def get(self, spec: ClusterSpec) -> KafkaCluster:
-        key = _spec_key(spec)
-        if self.current is not None and self._key == key:
-            return self.current
-        self.release()
-        cluster = KafkaCluster(spec)
-        cluster.start()
-        self.current, self._key = cluster, key
-        return cluster
-
-    def heal_or_drop(self) -> None:
-        """Heal the shared cluster after a test; one that cannot be healed is replaced on next use."""
-        if self.current is None:
-            return
-        try:
-            self.current.heal_all(timeout_s=60)
-        except Exception:
-            self.release()
-
-    def release(self) -> None:
-        if self.current is not None and not self.keep:
-            self.current.stop()
-        self.current, self._key = None, None
 
 
 @pytest.fixture(scope="session")

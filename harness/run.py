@@ -17,22 +17,18 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
 from faults import LinkFaults, Nemesis, plan
-from harness.cluster import ClusterSpec, KafkaCluster, new_run_id
+from harness.cluster import ClusterPool, ClusterSpec, KafkaCluster, new_run_id
 from harness.history import History
 from harness.observer import Observer
 from harness.scenario import Scenario, load_scenario, parse_scenario, to_toml
 from workloads import ConsumerSettings, ConsumerWorkload, ProducerSettings, ProducerWorkload, final_drain
-
-if TYPE_CHECKING:
-    from harness.pytest_plugin import ClusterPool
-
 
 @dataclass(frozen=True)
 class RunResult:

@@ -1,0 +1,277 @@
+"""Campaigns: a matrix of scenarios run one after another, with an index, a summary and JUnit results.
+
+    name = "durability"
+    base = "../control.toml"           # scenario the matrix varies (relative to this file)
+    duration_s = 20
+    seeds = [1]
+    [matrix]                           # dotted scenario fields → the values to try
+    "workload.acks" = ["0", "1", "all"]
+    "topic.min_insync_replicas" = [1, 2]
+    [fault_sets.leader-kill]           # each fault set is one value of the `faults` axis
+    model = "leader-down"              # the reference model's name for it (the prediction column)
+    overrides = { "cluster.controllers" = 0 }
+    schedule = [{ kind = "kill", target = "leader", at_s = 5, duration_s = 8 }]
+
+Results: every run in its own results/<run>/ folder; results/campaigns/<id>/ holds `summary.json` (rewritten
+after every run, so an interrupted campaign resumes where it stopped), `index.html` and `junit.xml`.
+The campaign id is the name plus a hash of the file, so running the same file again resumes it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+import time
+import tomllib
+from dataclasses import dataclass, field
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from harness.cluster import ClusterPool, spec_key
+from harness.errors import ScenarioError
+from harness.run import cluster_spec, resolve_scenario, run_scenario
+from harness.scenario import Scenario
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    index: int
+    label: str
+    axes: dict[str, Any]
+    fault_set: str | None
+    model_fault_set: str | None
+    scenario: Scenario
+
+
+@dataclass
+class Campaign:
+    name: str
+    campaign_id: str
+    runs: list[PlannedRun]
+    source: Path
+    results: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def load_campaign(path: Path) -> Campaign:
+    if not path.exists():
+        raise ScenarioError(f"{path}: no such campaign file. Ready-made ones are in scenarios/campaigns/")
+    text = path.read_bytes()
+    try:
+        spec = tomllib.loads(text.decode())
+    except tomllib.TOMLDecodeError as err:
+        raise ScenarioError(f"{path}: not valid TOML: {err}") from None
+    allowed = {"name", "description", "base", "duration_s", "seeds", "matrix", "fault_sets"}
+    unknown = set(spec) - allowed
+    if unknown:
+        raise ScenarioError(f"{path}: unknown fields {sorted(unknown)}; allowed: {sorted(allowed)}")
+    name = str(spec.get("name", path.stem))
+    base_path = (path.parent / spec["base"]) if "base" in spec else None
+    base = resolve_scenario(base_path) if base_path else resolve_scenario({"name": name})
+    matrix: dict[str, list[Any]] = spec.get("matrix", {})
+    for axis, values in matrix.items():
+        if not isinstance(values, list) or not values:
+            raise ScenarioError(f"{path}: matrix.{axis} must be a non-empty list of values")
+    fault_sets: dict[str, dict[str, Any]] = spec.get("fault_sets", {}) or {"none": {}}
+    seeds = spec.get("seeds", [base.seed])
+    axes = list(matrix)
+    runs: list[PlannedRun] = []
+    for combo in itertools.product(*(matrix[a] for a in axes), fault_sets.items(), seeds):
+        *values, (fs_name, fs), seed = combo
+        overrides: dict[str, Any] = dict(zip(axes, values, strict=True))
+        overrides.update(fs.get("overrides", {}))
+        overrides["faults"] = {"schedule": fs.get("schedule", []), **({"generator": fs["generator"]}
+                                                                       if "generator" in fs else {})}
+        overrides["seed"] = seed
+        if "duration_s" in spec:
+            overrides["duration_s"] = spec["duration_s"]
+        # acks other than all cannot be idempotent (Kafka's rule): follow the acks axis
+        acks = overrides.get("workload.acks", base.workload.acks)
+        if str(acks) != "all":
+            overrides.setdefault("workload.idempotence", False)
+        label = ", ".join(f"{a.split('.')[-1]}={v}" for a, v in zip(axes, values, strict=True))
+        label = f"{label}, faults={fs_name}, seed={seed}" if label else f"faults={fs_name}, seed={seed}"
+        index = len(runs)
+        try:
+            scenario = base.with_overrides(name=f"{name}-{index:03d}", **overrides)
+        except ScenarioError as err:
+            raise ScenarioError(f"{path}: run {index} ({label}): {err}") from None
+        runs.append(PlannedRun(index, label, dict(zip(axes, values, strict=True)), fs_name, fs.get("model"),
+                               scenario))
+    digest = hashlib.sha256(text).hexdigest()[:8]
+    return Campaign(name, f"{name}-{digest}", runs, path)
+
+
+def predict(run: PlannedRun) -> dict[str, Any] | None:
+    """The reference model's prediction for this run's configuration and fault set."""
+    if run.model_fault_set is None:
+        return None
+    try:
+        from reference_model.matrix import predict as model_predict
+    except ImportError:
+        return None
+    s = run.scenario
+    p = model_predict(s.workload.acks, s.topic.min_insync_replicas, s.topic.replication_factor,
+                      s.topic.unclean_leader_election, run.model_fault_set, elr=bool(s.cluster.elr))
+    return {"loss_possible": bool(p.loss_possible), "writes_available": bool(p.writes_available)}
+
+
+def measure(run_dir: Path, result: dict[str, Any]) -> dict[str, Any]:
+    """What the run showed: were acknowledged writes lost? were writes acknowledged while a fault was active?"""
+    counts = result.get("anomaly_counts", {})
+    lost = counts.get("lost-write", 0) > 0 or (result.get("complete") and counts.get("unseen", 0) > 0)
+    return {"lost": bool(lost), "writes_available_during_fault": _writes_during_faults(run_dir, result)}
+
+
+def _writes_during_faults(run_dir: Path, result: dict[str, Any]) -> bool | None:
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    windows = [w for w in result.get("faults", {}).get("windows", []) if w.get("end") is not None]
+    sends_path = run_dir / "sends.parquet"
+    if not windows or not sends_path.exists():
+        return None
+    sends = pq.read_table(sends_path, columns=["type", "complete_time"])
+    ok = sends.filter(pc.equal(sends["type"], "ok"))["complete_time"].to_numpy(zero_copy_only=False)
+    # the part of each fault window after the cluster had time to react (a leader election takes seconds)
+    return any(((ok >= w["start"] + 5e9) & (ok <= w["end"])).any() for w in windows if w["end"] - w["start"] > 5e9)
+
+
+def run_campaign(path: Path, *, out: Path = Path("results"), fresh: bool = False,
+                 console: Console | None = None, pool: ClusterPool | None = None) -> dict[str, Any]:
+    console = console or Console()
+    campaign = load_campaign(path)
+    cdir = out / "campaigns" / campaign.campaign_id
+    cdir.mkdir(parents=True, exist_ok=True)
+    summary_path = cdir / "summary.json"
+    done: dict[str, dict[str, Any]] = {}
+    if summary_path.exists() and not fresh:
+        done = {str(r["index"]): r for r in json.loads(summary_path.read_text())["runs"] if r.get("status") == "done"}
+    own_pool = pool is None
+    pool = pool or ClusterPool(keep=False)
+    started = time.monotonic()
+    try:
+        with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=console) as progress:
+            task = progress.add_task(campaign.name, total=len(campaign.runs), completed=len(done))
+            # runs that share a cluster spec run back to back, so each spec starts once
+            order = sorted(campaign.runs, key=lambda r: (spec_key(cluster_spec(r.scenario)), r.index))
+            for run in order:
+                if str(run.index) in done:
+                    continue
+                progress.update(task, description=f"{campaign.name}: {run.label}")
+                result = run_scenario(run.scenario, out=out, pool=pool)
+                pool.heal_or_drop()
+                measured = measure(result.run_dir, result.results)
+                done[str(run.index)] = {
+                    "index": run.index, "status": "done", "label": run.label, "axes": run.axes,
+                    "fault_set": run.fault_set, "run_id": result.run_id,
+                    "run_dir": str(result.run_dir.resolve()),
+                    "passed": result.passed, "valid": result.results["valid"],
+                    "complete": result.results["complete"],
+                    "anomaly_counts": result.results["anomaly_counts"],
+                    "violations": [f"{v.get('name')} {v.get('key')}: {v.get('reason', '')}"
+                                   for v in result.results["violations"][:20]],
+                    "n_violations": len(result.results["violations"]),
+                    "prediction": predict(run), "measured": measured,
+                    "config": _config_line(run.scenario),
+                }
+                _write_outputs(campaign, cdir, done)
+                progress.advance(task)
+    finally:
+        if own_pool:
+            pool.release()
+        _write_outputs(campaign, cdir, done)
+    summary: dict[str, Any] = json.loads(summary_path.read_text())
+    summary["elapsed_s"] = round(time.monotonic() - started, 1)
+    return summary
+
+
+def _config_line(s: Scenario) -> str:
+    return (f"kafka {s.cluster.kafka_version}, {s.cluster.nodes} brokers"
+            + (f" + {s.cluster.controllers} controllers" if s.cluster.controllers else "")
+            + f", RF={s.topic.replication_factor}, min.insync={s.topic.min_insync_replicas}, "
+              f"acks={s.workload.acks}, idempotence={s.workload.idempotence}, "
+              f"unclean={s.topic.unclean_leader_election}")
+
+
+def _write_outputs(campaign: Campaign, cdir: Path, done: dict[str, dict[str, Any]]) -> None:
+    runs = [done.get(str(r.index), {"index": r.index, "status": "pending", "label": r.label,
+                                    "fault_set": r.fault_set, "axes": r.axes}) for r in campaign.runs]
+    summary = {"campaign": campaign.name, "campaign_id": campaign.campaign_id, "source": str(campaign.source),
+               "total": len(runs), "done": sum(r["status"] == "done" for r in runs),
+               "failed": sum(r["status"] == "done" and not r["passed"] for r in runs), "runs": runs}
+    tmp = cdir / "summary.json.tmp"
+    tmp.write_text(json.dumps(summary, indent=2, default=str))
+    tmp.replace(cdir / "summary.json")
+    (cdir / "index.html").write_text(render_index(summary, cdir))
+    _write_junit(cdir, runs)
+
+
+def _write_junit(cdir: Path, runs: list[dict[str, Any]]) -> None:
+    from xml.sax.saxutils import escape as xesc
+    from xml.sax.saxutils import quoteattr
+
+    cases = []
+    for r in runs:
+        if r["status"] != "done":
+            cases.append(f'<testcase classname="kafka-chaos.campaign" name={quoteattr(r["label"])}>'
+                         '<skipped message="not run yet"/></testcase>')
+            continue
+        body = ""
+        if not r["passed"]:
+            body = (f'<failure message={quoteattr(str(r["n_violations"]) + " violations")}>'
+                    f"{xesc(chr(10).join(r['violations']))}</failure>")
+        cases.append(f'<testcase classname="kafka-chaos.campaign" name={quoteattr(r["label"])}>{body}</testcase>')
+    failures = sum(1 for r in runs if r["status"] == "done" and not r["passed"])
+    (cdir / "junit.xml").write_text(
+        '<?xml version="1.0" encoding="utf-8"?>\n'
+        f'<testsuite name="kafka-chaos campaign" tests="{len(runs)}" failures="{failures}">{"".join(cases)}'
+        "</testsuite>\n"
+    )
+
+
+def _yes_no(v: Any) -> str:
+    return "—" if v is None else ("yes" if v else "no")
+
+
+def render_index(summary: dict[str, Any], cdir: Path) -> str:
+    rows = []
+    for r in summary["runs"]:
+        if r["status"] != "done":
+            rows.append(f"<tr class=pending><td>{r['index']}</td><td>{escape(r['label'])}</td>"
+                        "<td colspan=7>pending</td></tr>")
+            continue
+        link = os.path.relpath(Path(r["run_dir"]) / "report.html", cdir.resolve())
+        pred, meas = r.get("prediction") or {}, r.get("measured") or {}
+        counts = ", ".join(f"{k}: {v}" for k, v in sorted(r["anomaly_counts"].items())) or "none"
+        mismatch = pred and meas.get("lost") and not pred.get("loss_possible")
+        verdict = "PASS" if r["passed"] else "FAIL"
+        rows.append(
+            f"<tr class={'pass' if r['passed'] else 'fail'}><td>{r['index']}</td><td>{escape(r['label'])}</td>"
+            f"<td>{escape(r['config'])}</td><td class=verdict>{verdict}</td><td>{escape(counts)}</td>"
+            f"<td>{_yes_no(pred.get('loss_possible'))} / {_yes_no(pred.get('writes_available'))}</td>"
+            f"<td{' class=mismatch' if mismatch else ''}>{_yes_no(meas.get('lost'))} / "
+            f"{_yes_no(meas.get('writes_available_during_fault'))}</td>"
+            f"<td>{'complete' if r['complete'] else 'incomplete'}</td>"
+            f"<td><a href=\"{escape(str(link))}\">report</a></td></tr>"
+        )
+    return f"""<!doctype html><html><head><meta charset="utf-8"><title>{escape(summary['campaign'])}</title>
+<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;
+padding:4px 8px;font-size:13px}}tr.fail .verdict{{background:#f8d0d0}}tr.pass .verdict{{background:#d0f0d0}}
+.mismatch{{background:#ffe08a}}tr.pending{{color:#888}}</style></head><body>
+<h1>Campaign {escape(summary['campaign'])}</h1>
+<p>{summary['done']} of {summary['total']} runs done, {summary['failed']} failed. Campaign id
+<code>{escape(summary['campaign_id'])}</code>. Files: <a href="summary.json">summary.json</a>,
+<a href="junit.xml">junit.xml</a>.</p>
+<p>Model columns: <b>acknowledged data can be lost / writes available during the fault</b>, predicted by the
+reference model and measured (lost = a lost-write, or an acknowledged value unseen after a complete drain;
+available = an acknowledged send more than 5 s into a fault window).</p>
+<table><tr><th>#</th><th>run</th><th>configuration</th><th>verdict</th><th>anomalies</th>
+<th>model: lost / available</th><th>measured: lost / available</th><th>drain</th><th></th></tr>
+{''.join(rows)}</table></body></html>"""
