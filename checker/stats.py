@@ -16,6 +16,7 @@ from checker.context import (
     segment_starts,
     segmented_cummax,
     segmented_cummin_reverse,
+    sort_by,
 )
 
 BUCKET_NS = 1_000_000_000
@@ -60,25 +61,20 @@ def realtime_lag(ctx: Context) -> dict[str, Any]:
     """How far behind the log's end consumers were (Jepsen's `realtime-lag`, summarised).
 
     For every key and offset o, `expired[o]` is the earliest time at which some op proved an offset ≥ o
-    existed (an ok/info send acknowledged at ≥ o, or a poll that read ≥ o). A process that has read up to
-    offset o of a key (the highest so far) is, at time t, at least `t - expired[o + 1]` behind (0 if
-    o + 1 was not known to exist yet). Computed at each ok poll's completion time, for the keys it read
-    (Jepsen uses the poll's invoke time, which the tables do not hold, and also reports assigned keys that
-    returned nothing).
+    existed: an ok poll that read it, or an acknowledged send that must have committed (the version order's
+    observations; Jepsen also counts unproven info sends with an offset). A process that has read up to
+    offset o of a key (the highest so far) is, at time t, at least `t - expired[o + 1]` behind (0 if nothing
+    past o was known yet). Computed at each ok poll's completion, for the keys it read (Jepsen uses the
+    poll's invoke time, which the tables do not hold, and also reports assigned keys that returned nothing).
 
     Returns `max_ns`, `mean_ns`, `p50_ns`, `p99_ns`, `samples`, and `worst` {time, process, key, lag_ns}.
     """
-    s, p = ctx.sends, ctx.polls
+    vo, p = ctx.vo, ctx.polls
     empty: dict[str, Any] = {"samples": 0, "max_ns": 0, "mean_ns": 0, "p50_ns": 0, "p99_ns": 0, "worst": None}
     if not len(p):
         return empty
-    known = (s.type != FAIL) & s.has_offset & (s.complete_time >= 0)
-    ek = np.concatenate([s.key[known], p.key])
-    eo = np.concatenate([s.offset[known], p.offset])
-    et = np.concatenate([s.complete_time[known], p.time])
-    order = np.lexsort((eo, ek))
-    ek, eo, et = ek[order], eo[order], et[order]
-    expired_at = segmented_cummin_reverse(et, ek)  # per event: min time over offsets >= its own
+    # per log group: the earliest time anything at this offset or later in its key was seen
+    expired_at = segmented_cummin_reverse(vo.g_first_seen, vo.g_key)
 
     # Per (op, key) of the polls: the highest offset read, then the process's highest so far.
     rows = op_key_order(ctx, "polls")
@@ -87,21 +83,21 @@ def realtime_lag(ctx: Context) -> dict[str, Any]:
     g_off = np.maximum.reduceat(p.offset[rows], first)
     g_key, g_op = key[first], op[first]
     g_proc, g_time = p.process[rows][first], p.time[rows][first]
-    go = np.lexsort((g_op, g_key, g_proc))
+    go = sort_by(g_proc, g_key, g_op)
     g_off, g_key, g_proc, g_time = g_off[go], g_key[go], g_proc[go], g_time[go]
     seg = np.cumsum(segment_starts(g_proc) | segment_starts(g_key), dtype=np.int64)
     want = segmented_cummax(g_off, seg) + 1
 
+    # The first log group of the key at an offset >= want: groups are sorted by (key, offset).
     expired = np.full(len(want), -1, dtype=np.int64)
-    bounds = np.searchsorted(ek, np.arange(len(ctx.keys) + 1))
-    by_key = np.argsort(g_key, kind="stable")
-    kb = np.searchsorted(g_key[by_key], np.arange(len(ctx.keys) + 1))
+    by_key = sort_by(g_key)
+    bounds = np.searchsorted(g_key[by_key], np.arange(len(ctx.keys) + 1))
     for k in range(len(ctx.keys)):
-        sel = by_key[kb[k] : kb[k + 1]]
+        sel = by_key[bounds[k] : bounds[k + 1]]
         if not len(sel):
             continue
-        lo, hi = int(bounds[k]), int(bounds[k + 1])
-        pos = lo + np.searchsorted(eo[lo:hi], want[sel], side="left")
+        lo, hi = int(vo.key_start[k]), int(vo.key_start[k + 1])
+        pos = lo + np.searchsorted(vo.g_offset[lo:hi], want[sel], side="left")
         found = pos < hi
         expired[sel[found]] = expired_at[pos[found]]
     lag = np.where(expired >= 0, np.maximum(g_time - expired, 0), 0).astype(np.int64)

@@ -28,10 +28,12 @@ def inconsistent_offsets_cases(ctx: Context) -> list[dict[str, Any]]:
     if not len(bad):
         return []
     s, p = ctx.sends, ctx.polls
-    entry = np.isin(vo.e_group, bad)
-    values: dict[int, list[int]] = defaultdict(list)
+    is_bad = np.zeros(len(vo.g_key), dtype=bool)
+    is_bad[bad] = True
+    entry = is_bad[vo.e_group]
+    values: dict[int, set[int]] = defaultdict(set)
     for g, v in zip(vo.e_group[entry].tolist(), vo.e_value[entry].tolist(), strict=True):
-        values[g].append(v)
+        values[g].add(v)
 
     # Which group does each committed send / poll row fall in? Only rows at a bad (key, offset) matter.
     where = {(int(vo.g_key[g]), int(vo.g_offset[g])): int(g) for g in bad}
@@ -80,18 +82,22 @@ def duplicate_cases(ctx: Context) -> list[dict[str, Any]]:
     (their dense positions), and the `ops` that sent or read the value at any of them, with `times`.
     """
     vo = ctx.vo
-    counts = np.bincount(vo.e_pid, minlength=ctx.n_pairs)
-    dup = np.flatnonzero(counts > 1)
+    # A value is at two offsets exactly when the first and last log groups it is seen in differ.
+    lo = np.full(ctx.n_pairs, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(lo, vo.e_pid, vo.e_group)
+    hi = np.full(ctx.n_pairs, -1, dtype=np.int64)
+    np.maximum.at(hi, vo.e_pid, vo.e_group)
+    dup = np.flatnonzero((hi >= 0) & (lo != hi))
     if not len(dup):
         return []
     is_dup = np.zeros(ctx.n_pairs, dtype=bool)
     is_dup[dup] = True
     entry = is_dup[vo.e_pid]
-    offsets: dict[int, list[int]] = defaultdict(list)
-    indexes: dict[int, list[int]] = defaultdict(list)
+    groups: dict[int, set[int]] = defaultdict(set)
     for pid, g in zip(vo.e_pid[entry].tolist(), vo.e_group[entry].tolist(), strict=True):
-        offsets[pid].append(int(vo.g_offset[g]))
-        indexes[pid].append(int(vo.g_index[g]))
+        groups[pid].add(g)
+    offsets = {pid: [int(vo.g_offset[g]) for g in sorted(gs)] for pid, gs in groups.items()}
+    indexes = {pid: [int(vo.g_index[g]) for g in sorted(gs)] for pid, gs in groups.items()}
     s, p = ctx.sends, ctx.polls
     s_rows = is_dup[s.pid]
     p_rows = is_dup[p.pid]

@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from checker.anomalies._common import with_ops
-from checker.context import I64, OK, Context
+from checker.context import I64, OK, Context, sort_by
 
 _BIG = np.iinfo(np.int64).max
 
@@ -100,7 +101,7 @@ def unseen_cases(ctx: Context) -> list[dict[str, Any]]:
     rows = np.flatnonzero((s.type == OK) & ~ctx.read[s.pid])
     if not len(rows):
         return []
-    order = np.lexsort((s.value[rows], s.key[rows]))
+    order = sort_by(s.key[rows], s.value[rows])
     rows = rows[order]
     keys = s.key[rows]
     starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
@@ -139,28 +140,50 @@ def unseen_series(
     gone = np.maximum(sent, read_at)  # _BIG when never read
     end = int(end_time if end_time is not None else (int(sent.max()) if len(sent) else 0))
     nb = end // bucket_ns + 1
-    series: dict[str, Any] = {"bucket_ns": bucket_ns, "total": _count(sent, gone, nb, bucket_ns)}
-    keys = s.key[ok]
-    if len(ok):
-        peak: dict[int, int] = {}
-        by_key: dict[int, list[int]] = {}
-        for k in np.flatnonzero(np.bincount(keys, minlength=len(ctx.keys))).tolist():
-            m = keys == k
-            counts = _count(sent[m], gone[m], nb, bucket_ns)
-            if max(counts, default=0) > 0:
-                peak[k] = max(counts)
-                by_key[k] = counts
-        top = sorted(peak, key=lambda k: (-peak[k], k))[:max_keys]
-        series["by_key"] = {ctx.keys[k]: by_key[k] for k in sorted(top)}
-    else:
-        series["by_key"] = {}
-    return series
-
-
-def _count(sent: I64, gone: I64, nb: int, bucket_ns: int) -> list[int]:
-    """Per bucket: values acked by the bucket's end minus values read by then."""
-    added = np.bincount(np.minimum(sent // bucket_ns, nb - 1), minlength=nb)
+    nk = len(ctx.keys)
     read = gone < _BIG
-    removed = np.bincount(np.minimum(gone[read] // bucket_ns, nb), minlength=nb + 1)[:nb]
-    series: list[int] = (np.cumsum(added) - np.cumsum(removed)).tolist()
-    return series
+    zeros = np.zeros(len(ok), dtype=np.int64)
+    total = _unseen_table(zeros, sent, zeros[read], gone[read], 1, nb, bucket_ns)[0]
+    # Per key, for the keys with the most values ever unseen (bounded memory: keys × buckets).
+    keys = s.key[ok]
+    ever = np.bincount(keys[gone > sent], minlength=nk)
+    cand = [k for k in np.argsort(-ever, kind="stable")[: 4 * max_keys].tolist() if ever[k] > 0]
+    by_key: dict[str, list[int]] = {}
+    if cand:
+        code = np.full(nk, -1, dtype=np.int64)
+        code[cand] = np.arange(len(cand))
+        c_all, c_read = code[keys], code[keys[read]]
+        m_all, m_read = c_all >= 0, c_read >= 0
+        table = _unseen_table(
+            c_all[m_all], sent[m_all], c_read[m_read], gone[read][m_read], len(cand), nb, bucket_ns
+        )
+        peak = table.max(axis=1)
+        top = sorted(range(len(cand)), key=lambda i: (-int(peak[i]), cand[i]))[:max_keys]
+        by_key = {ctx.keys[cand[i]]: table[i].tolist() for i in sorted(top, key=lambda i: cand[i])}
+    return {"bucket_ns": bucket_ns, "total": total.tolist(), "by_key": by_key}
+
+
+def _unseen_table(
+    sent_rows: I64, sent_at: I64, read_rows: I64, read_at: I64, n: int, nb: int, bucket_ns: int
+) -> npt.NDArray[np.int64]:
+    """(rows × buckets): values acked by each bucket's end minus those read by then."""
+    added = _per_bucket(sent_rows, sent_at, n, nb, bucket_ns)
+    removed = _per_bucket(read_rows, read_at, n, nb, bucket_ns, drop_late=True)
+    table: npt.NDArray[np.int64] = np.cumsum(added, axis=1) - np.cumsum(removed, axis=1)
+    return table
+
+
+def _per_bucket(
+    keys: I64, times: I64, nk: int, nb: int, bucket_ns: int, *, drop_late: bool = False
+) -> npt.NDArray[np.int64]:
+    """A (keys × buckets) table of event counts; events past the last bucket are clipped into it, or
+    dropped with `drop_late` (a value read after the end was unseen until the end)."""
+    bucket = times // bucket_ns
+    if drop_late:
+        keep = bucket < nb
+        keys, bucket = keys[keep], bucket[keep]
+    else:
+        bucket = np.minimum(bucket, nb - 1)
+    flat = np.bincount(keys * nb + bucket, minlength=nk * nb)
+    table: npt.NDArray[np.int64] = flat.astype(np.int64).reshape(nk, nb)
+    return table

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from checker.anomalies._common import MAX_LISTED
-from checker.context import Context, deltas, op_key_order
+from checker.context import Context, deltas, op_key_order, sort_by
 
 
 def int_poll_skip_nonmonotonic_cases(ctx: Context) -> dict[str, list[dict[str, Any]]]:
@@ -89,7 +89,7 @@ def poll_skip_nonmonotonic_cases(
     first = order[new]  # first row of each (op, key) group
     last = order[np.r_[np.flatnonzero(new)[1:] - 1, len(order) - 1]]  # last row of each group
     # Groups by (process, key, op): each group's first row against the previous group's last row.
-    g_order = np.lexsort((p.op[first], p.key[first], p.process[first]))
+    g_order = sort_by(p.process[first], p.key[first], p.op[first])
     first, last = first[g_order], last[g_order]
     proc, gkey = p.process[first], p.key[first]
     follows = np.zeros(len(first), dtype=bool)

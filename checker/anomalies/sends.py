@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from checker.anomalies._common import MAX_LISTED
-from checker.context import FAIL, Context, deltas, op_key_order
+from checker.context import FAIL, Context, deltas, op_key_order, sort_by
 
 
 def _offset(ctx: Context, row: int) -> int | None:
@@ -75,18 +75,17 @@ def nonmonotonic_send_cases(ctx: Context) -> list[dict[str, Any]]:
     this op] and `times`.
     """
     s = ctx.sends
-    rows = np.flatnonzero(s.type != FAIL)
+    # (op, key) groups in row order, then ordered by (process, key, op).
+    rows = op_key_order(ctx, "sends")
+    rows = rows[s.type[rows] != FAIL]
     if len(rows) < 2:
         return []
-    # (op, key) groups in row order, then ordered by (process, key, op).
-    o1 = np.lexsort((rows, s.key[rows], s.op[rows]))
-    rows = rows[o1]
     op, key = s.op[rows], s.key[rows]
     new = np.ones(len(rows), dtype=bool)
     new[1:] = (op[1:] != op[:-1]) | (key[1:] != key[:-1])
     first = rows[new]
     last = rows[np.r_[np.flatnonzero(new)[1:] - 1, len(rows) - 1]]
-    g = np.lexsort((s.op[first], s.key[first], s.process[first]))
+    g = sort_by(s.process[first], s.key[first], s.op[first])
     first, last = first[g], last[g]
     proc, gkey = s.process[first], s.key[first]
     follows = np.zeros(len(first), dtype=bool)

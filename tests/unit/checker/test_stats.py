@@ -7,7 +7,14 @@ from checker_histories import K1, History, K
 from hypothesis import given
 from hypothesis import strategies as st
 
-from checker.context import dense_codes, prepare, segmented_cummax, segmented_cummin_reverse
+from checker.context import (
+    dense_codes,
+    group_codes,
+    prepare,
+    segmented_cummax,
+    segmented_cummin_reverse,
+    sort_by,
+)
 from checker.stats import run_stats
 from checker.tables import parse_history
 
@@ -81,3 +88,26 @@ def test_dense_codes_are_a_bijection(xs: list[int], small: bool) -> None:
     assert sorted(set(codes.tolist())) == list(range(n))
     pairs = set(zip(x.tolist(), codes.tolist(), strict=True))
     assert len(pairs) == n  # equal values ↔ equal codes
+
+
+@given(
+    st.lists(st.tuples(st.integers(0, 3), st.integers(-5, 5), st.integers(-(2**40), 2**40)), max_size=40),
+    st.booleans(),
+)
+def test_sort_by_is_a_stable_lexsort(rows: list[tuple[int, int, int]], wide: bool) -> None:
+    cols = [np.array([r[i] for r in rows], dtype=np.int64) for i in range(3)]
+    if wide:  # too wide to pack into one int64: the lexsort fallback
+        cols[2] = cols[2] * (2**21)
+    want = np.lexsort((np.arange(len(rows)), cols[2], cols[1], cols[0])).tolist()
+    assert sort_by(*cols).tolist() == want
+    assert sort_by(cols[0], cols[1]).tolist() == np.lexsort((np.arange(len(rows)), cols[1], cols[0])).tolist()
+
+
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 20)), min_size=1, max_size=40), st.booleans())
+def test_group_codes_number_key_offset_pairs_in_order(rows: list[tuple[int, int]], sparse: bool) -> None:
+    k = np.array([r[0] for r in rows], dtype=np.int64)
+    o = np.array([r[1] * (10**9 if sparse else 1) for r in rows], dtype=np.int64)  # sparse: the sort path
+    codes, g_key, g_off = group_codes(k, o)
+    distinct = sorted(set(zip(k.tolist(), o.tolist(), strict=True)))
+    assert list(zip(g_key.tolist(), g_off.tolist(), strict=True)) == distinct
+    assert codes.tolist() == [distinct.index((a, b)) for a, b in zip(k.tolist(), o.tolist(), strict=True)]
