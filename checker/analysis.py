@@ -27,7 +27,7 @@ from checker.anomalies.lost import lost_write_cases, unseen_cases, unseen_series
 from checker.anomalies.polls import int_poll_skip_nonmonotonic_cases, poll_skip_nonmonotonic_cases
 from checker.anomalies.sends import int_send_skip_nonmonotonic_cases, nonmonotonic_send_cases
 from checker.anomalies.txn import g0_cases, g1a_cases, g1c_cases, precommitted_read_cases
-from checker.context import I64, prepare
+from checker.context import I64, Context, prepare
 from checker.faults import FaultSummary
 from checker.schema import ANOMALIES_BAD_BY_DEFAULT
 from checker.stats import run_stats
@@ -65,7 +65,7 @@ class Analysis:
 
 def find_anomalies(
     sends: pa.Table, polls: pa.Table, *, subscribe_processes: frozenset[int] = frozenset()
-) -> tuple[dict[str, list[dict[str, Any]]], Any]:
+) -> tuple[dict[str, list[dict[str, Any]]], Context]:
     """Every anomaly instance by name (empty lists included), and the Context they were found in."""
     ctx = prepare(sends, polls)
     found: dict[str, list[dict[str, Any]]] = {
