@@ -138,12 +138,25 @@ def chaos_result(request: pytest.FixtureRequest, chaos_run: Callable[..., Any]) 
     if scenario is None:
         raise pytest.UsageError("@pytest.mark.chaos needs scenario=<path or dict>")
     result = chaos_run(scenario, **kwargs)
-    violations = result.results["violations"]
-    if violations:
+    request.node.stash[CHAOS_RESULT] = result
+    return result
+
+
+CHAOS_RESULT = pytest.StashKey[Any]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Any:
+    """After the test body: a chaos run with violations fails the test (as a failure, not a setup error),
+    naming the violated anomalies and the report."""
+    outcome = yield
+    result = item.stash.get(CHAOS_RESULT, None)
+    if result is not None and result.results["violations"]:
+        violations = result.results["violations"]
         names = sorted({v.get("name", "?") for v in violations})
         pytest.fail(
             f"chaos run {result.run_id}: {len(violations)} violations ({', '.join(names)}); "
             f"report: {result.run_dir / 'report.html'}",
             pytrace=False,
         )
-    return result
+    return outcome
