@@ -19,14 +19,13 @@ replicas out of the ISR — the question "what can *these* faults do?".
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from reference_model.model import (
     Acks,
     Cluster,
     Event,
-    Fetch,
     Heal,
     Isolate,
     Kill,
@@ -35,6 +34,7 @@ from reference_model.model import (
     Restart,
     Resume,
     ShrinkIsr,
+    Timeout,
     TopicConfig,
 )
 
@@ -43,8 +43,10 @@ __all__ = [
     "MATRIX_FAULT_SETS",
     "Exploration",
     "FaultScript",
+    "duplicates_possible",
     "explore",
     "fault_scripts",
+    "replay",
     "settle",
     "writes_available",
 ]
@@ -258,10 +260,22 @@ def _evaluate(final: Cluster, result: Exploration) -> None:
     result.clean_loss_possible = result.clean_loss_possible or clean
 
 
+def duplicates_possible(idempotent: bool, retries: int | None) -> bool:
+    """Can one send be written twice? The model runs the classic case: the leader appends a batch, the
+    response is lost and the client times out, then (if ``retries`` allows, None meaning Kafka's default of
+    retrying until the delivery timeout) the producer sends the same batch again. An idempotent producer's
+    batch carries its producer id and sequence, which the leader's producer state (rebuilt from the log)
+    recognises."""
+    if retries == 0:
+        return False
+    c = Cluster(TopicConfig(min_insync=1), eager=True)
+    c.apply(Produce(1, "all", 1, idempotent=idempotent))
+    c.apply(Timeout(1))
+    c.apply(Produce(1, "all", 1, idempotent=idempotent))
+    return sum(1 for value, _epoch in c.brokers[1].log if value == 1) > 1
+
+
 def replay(config: TopicConfig, events: tuple[Event, ...] | list[Event]) -> Cluster:
     """Run ``events`` from the initial state (e.g. a witness trace) and return the final cluster."""
     return Cluster(config).run(list(events))
 
-
-Check = Callable[[Cluster], None]
-_ = Fetch  # re-exported name used in docs/tests

@@ -1,0 +1,695 @@
+"""Verdicts: did Kafka, configured as this run was, promise that this anomaly instance could not happen?
+
+The checker calls :func:`judge` once per anomaly instance with the run's configuration and a summary of the
+faults it saw. The answer is ``violation`` (a documented guarantee was broken) or ``permitted``, with a
+one-sentence reason that names the rule. Where the question is about data — can an acknowledged write be
+lost, can offsets diverge, can a consumer-visible record vanish, can a send be written twice — the answer
+comes from the model (:func:`reference_model.matrix.predict`, :func:`reference_model.explore.
+duplicates_possible`); only the rules that are pure client or transaction semantics are stated directly.
+
+How faults map onto the model's fault sets (``reference_model.explore.FAULT_SETS``), relative to the
+partition's replication factor RF:
+
+* most nodes simultaneously down (killed, stopped, paused) or cut off by a partition >= RF → ``all-isr-down``;
+  >= 2 → ``two-down``; 1 → ``leader-down`` / ``follower-down`` / ``one-down`` (when it is unknown which);
+* distinct nodes ever down >= RF (rolling failures can exhaust an ISR that had not yet re-grown) → also
+  ``all-isr-down``;
+* a network partition → ``leader-isolated`` (or ``follower-isolated`` when the leader is known untouched);
+  a pause → also ``leader-paused`` (the resumed leader acts on a stale view);
+* client-link faults only → ``none`` (they delay clients, not replication).
+
+When the run's state samples do not tell whether an unclean election happened, the model lets healthy
+followers fall out of the ISR for being slow (``lagging=True``), as Kafka permits; that matters only with
+unclean election on. The model explores at most three replicas: its rules are the same for every replica,
+and whether the faults could exhaust the ISR is already decided by the fault-set choice above.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from reference_model.explore import duplicates_possible
+from reference_model.matrix import Prediction, predict
+from reference_model.model import Acks
+
+__all__ = ["FaultSummary", "RunConfig", "Verdict", "judge", "unclean_election_observed"]
+
+PROCESS_FAULTS = frozenset({"kill", "stop", "pause"})
+PROCESS_HEALS = {"restart": "kill", "start": "stop", "resume": "pause"}
+LINK_FAULTS = frozenset({"latency", "bandwidth", "timeout", "reset_peer", "link-down"})
+MODEL_MAX_RF = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    verdict: Literal["violation", "permitted"]
+    reason: str
+
+
+def _permitted(reason: str) -> Verdict:
+    return Verdict("permitted", reason)
+
+
+def _violation(reason: str) -> Verdict:
+    return Verdict("violation", reason)
+
+
+# ------------------------------------------------------------------------------------------ configuration
+
+
+def _section(d: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    value = d.get(name)
+    return value if isinstance(value, Mapping) else {}
+
+
+def _first(*candidates: Any) -> Any:
+    return next((c for c in candidates if c is not None), None)
+
+
+def _as_bool(value: Any, default: bool) -> bool:
+    if value is None:
+        return default
+    if isinstance(value, str):
+        return value.strip().lower() in ("true", "1", "yes", "on")
+    return bool(value)
+
+
+def _as_int(value: Any, default: int) -> int:
+    try:
+        return int(value) if value is not None else default
+    except (TypeError, ValueError):
+        return default
+
+
+def _version_at_least(version: str | None, major: int, minor: int) -> bool:
+    if not version:
+        return False
+    parts = []
+    for piece in version.split(".")[:2]:
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        parts.append(int(digits) if digits else 0)
+    while len(parts) < 2:
+        parts.append(0)
+    return (parts[0], parts[1]) >= (major, minor)
+
+
+@dataclass(frozen=True, slots=True)
+class RunConfig:
+    """What the verdicts need to know about a run's configuration. Defaults are Kafka's own (producer
+    ``acks=all`` with idempotence since 3.0, retries until the delivery timeout, topic RF 1 from
+    ``default.replication.factor``, ``min.insync.replicas=1``, unclean election off, ELR off)."""
+
+    acks: Acks = "all"
+    idempotence: bool = True
+    retries: int | None = None
+    rf: int = 1
+    min_insync: int = 1
+    unclean: bool = False
+    elr: bool = False
+    kafka_version: str | None = None
+
+    @classmethod
+    def from_scenario(cls, d: Mapping[str, Any]) -> RunConfig:
+        """From a resolved scenario dict (``[topic] replication_factor, min_insync_replicas,
+        unclean_leader_election, configs``, ``[workload] acks, idempotence, retries``, ``[cluster]
+        kafka_version, elr``, top-level ``kafka_settings``). Lenient: missing keys take Kafka's defaults,
+        and flat keys (``acks``, ``rf``, ``min_insync``…) are accepted too."""
+        topic, workload, cluster = _section(d, "topic"), _section(d, "workload"), _section(d, "cluster")
+        topic_configs = _section(topic, "configs")
+        settings = _section(d, "kafka_settings")
+        acks_raw = str(_first(workload.get("acks"), d.get("acks"), "all")).strip().lower()
+        acks: Acks = "all" if acks_raw in ("all", "-1") else "0" if acks_raw == "0" else "1"
+        # Kafka >= 3.2 turns idempotence on by default only where it is allowed (acks=all)
+        idempotence = _as_bool(_first(workload.get("idempotence"), d.get("idempotence")), acks == "all")
+        retries_raw = _first(workload.get("retries"), d.get("retries"))
+        kafka_version = _first(cluster.get("kafka_version"), d.get("kafka_version"))
+        elr_raw = _first(
+            cluster.get("elr"),
+            d.get("elr"),
+            settings.get("eligible.leader.replicas.version"),
+        )
+        if elr_raw is None:  # ELR is on by default for new clusters from Kafka 4.1
+            elr = _version_at_least(str(kafka_version) if kafka_version is not None else None, 4, 1)
+        else:
+            elr = _as_bool(elr_raw, False)
+        return cls(
+            acks=acks,
+            idempotence=idempotence,
+            retries=_as_int(retries_raw, 0) if retries_raw is not None else None,
+            rf=_as_int(_first(topic.get("replication_factor"), d.get("replication_factor"), d.get("rf")), 1),
+            min_insync=_as_int(
+                _first(
+                    topic.get("min_insync_replicas"),
+                    topic_configs.get("min.insync.replicas"),
+                    d.get("min_insync_replicas"),
+                    d.get("min_insync"),
+                    settings.get("min.insync.replicas"),
+                ),
+                1,
+            ),
+            unclean=_as_bool(
+                _first(
+                    topic.get("unclean_leader_election"),
+                    topic_configs.get("unclean.leader.election.enable"),
+                    d.get("unclean_leader_election"),
+                    d.get("unclean"),
+                    settings.get("unclean.leader.election.enable"),
+                ),
+                False,
+            ),
+            elr=elr,
+            kafka_version=str(kafka_version) if kafka_version is not None else None,
+        )
+
+    @classmethod
+    def coerce(cls, config: Any) -> tuple[RunConfig, bool]:
+        """``config`` as a RunConfig, and whether it was known (None → Kafka's defaults, not known)."""
+        if isinstance(config, RunConfig):
+            return config, True
+        if config is None:
+            return cls(), False
+        if isinstance(config, Mapping):
+            return cls.from_scenario(config), True
+        dump = getattr(config, "model_dump", None)  # a pydantic Scenario
+        if callable(dump):
+            data = dump()
+            if isinstance(data, Mapping):
+                return cls.from_scenario(data), True
+        raise TypeError(f"cannot read a run configuration from {type(config).__name__}")
+
+
+# -------------------------------------------------------------------------------------------------- faults
+
+
+@dataclass(frozen=True, slots=True)
+class FaultSummary:
+    """Which faults a run saw, reduced to what the verdicts need. Safe defaults: nothing happened."""
+
+    kinds: frozenset[str] = frozenset()
+    """Every fault kind that took effect (``kill``, ``pause``, ``partition``, ``latency``…)."""
+    max_down: int = 0
+    """Most nodes down at once (killed, stopped or paused)."""
+    max_affected: int = 0
+    """Most nodes down or cut off by a partition at once."""
+    distinct_down: int = 0
+    """Distinct nodes that were down or cut off at some point."""
+    leader_affected: bool | None = False
+    """Whether a partition leader was among the faulted nodes: True, False, or None for unknown."""
+    unclean_election: bool | None = None
+    """Whether an unclean election was observed (state samples): True, False, or None for unknown."""
+    nodes: frozenset[int] = field(default_factory=frozenset)
+
+    @property
+    def crashed(self) -> bool:
+        return "kill" in self.kinds
+
+    @property
+    def stopped(self) -> bool:
+        return "stop" in self.kinds
+
+    @property
+    def paused(self) -> bool:
+        return "pause" in self.kinds
+
+    @property
+    def partitioned(self) -> bool:
+        return "partition" in self.kinds
+
+    @property
+    def link_faults(self) -> bool:
+        return bool(self.kinds & LINK_FAULTS)
+
+    @property
+    def replication_faults(self) -> bool:
+        """Any fault that can disturb replication (process or network faults between nodes)."""
+        return bool(self.kinds & (PROCESS_FAULTS | {"partition"}))
+
+    @classmethod
+    def from_events(cls, events: Iterable[Mapping[str, Any]]) -> FaultSummary:
+        """From history events (only ``process == "nemesis"`` ones are read). A fault counts from its
+        ``info`` (when it took effect) or, if none followed, from its ``invoke``. A symbolic target
+        ``leader`` (from the invoke's value) marks the leader as affected; ``all`` too."""
+        effective: list[tuple[str, Mapping[str, Any], Any]] = []  # (f, value, symbolic target)
+        pending: tuple[str, Mapping[str, Any]] | None = None
+        for ev in events:
+            if ev.get("process") != "nemesis":
+                continue
+            f = str(ev.get("f", ""))
+            value = ev.get("value")
+            value = value if isinstance(value, Mapping) else {}
+            if ev.get("type") == "invoke":
+                if pending is not None:
+                    effective.append((pending[0], pending[1], pending[1].get("target")))
+                pending = (f, value)
+            else:
+                target = value.get("target")
+                if pending is not None and pending[0] == f:
+                    target = _first(target, pending[1].get("target"))
+                    value = value or pending[1]
+                elif pending is not None:
+                    effective.append((pending[0], pending[1], pending[1].get("target")))
+                effective.append((f, value, target))
+                pending = None
+        if pending is not None:
+            effective.append((pending[0], pending[1], pending[1].get("target")))
+
+        tracker = _Tracker()
+        for f, value, target in effective:
+            tracker.apply(f, _nodes(value), target, value.get("shape"))
+        return tracker.summary()
+
+    @classmethod
+    def from_windows(cls, windows: Iterable[Any]) -> FaultSummary:
+        """From fault windows (``checker.faults.FaultWindow``: ``f``, ``nodes``, ``start``, ``end``,
+        ``value``), as the checker hands them over."""
+        marks: list[tuple[int, int, Any]] = []
+        for i, w in enumerate(windows):
+            marks.append((int(w.start), 1, (i, w)))
+            if w.end is not None:
+                marks.append((int(w.end), 0, (i, w)))
+        marks.sort(key=lambda m: (m[0], m[1]))  # heals before faults at the same instant
+        tracker = _Tracker()
+        for _t, is_start, (i, w) in marks:
+            value = w.value if isinstance(w.value, Mapping) else {}
+            nodes = tuple(int(n) for n in (w.nodes or ()))
+            if is_start:
+                tracker.apply(str(w.f), nodes, value.get("target"), value.get("shape"), window=i)
+            else:
+                tracker.end_window(i)
+        return tracker.summary()
+
+    @classmethod
+    def coerce(cls, faults: Any) -> FaultSummary:
+        """Accept this class, None, a list of history events, or anything with ``windows``."""
+        if isinstance(faults, FaultSummary):
+            return faults
+        if faults is None:
+            return cls()
+        windows = getattr(faults, "windows", None)
+        if windows is not None:
+            return cls.from_windows(windows)
+        if isinstance(faults, Mapping) and isinstance(faults.get("windows"), list):
+            return cls.from_windows(_DictWindow.wrap(w) for w in faults["windows"])
+        if isinstance(faults, Iterable):
+            return cls.from_events(e for e in faults if isinstance(e, Mapping))
+        raise TypeError(f"cannot read a fault summary from {type(faults).__name__}")
+
+    def with_state_samples(self, samples: Iterable[Mapping[str, Any]]) -> FaultSummary:
+        """A copy whose ``unclean_election`` says what the observer's state samples show."""
+        return dataclasses.replace(self, unclean_election=unclean_election_observed(samples))
+
+
+@dataclass
+class _DictWindow:
+    f: str
+    nodes: tuple[int, ...]
+    start: int
+    end: int | None
+    value: Any
+
+    @classmethod
+    def wrap(cls, d: Mapping[str, Any]) -> _DictWindow:
+        return cls(str(d.get("f")), tuple(d.get("nodes") or ()), int(d.get("start") or 0), d.get("end"),
+                   d.get("value"))
+
+
+def _nodes(value: Mapping[str, Any]) -> tuple[int, ...]:
+    nodes = value.get("nodes")
+    return tuple(n for n in nodes if isinstance(n, int)) if isinstance(nodes, list | tuple) else ()
+
+
+class _Tracker:
+    """Replays faults and heals, keeping the maxima FaultSummary reports."""
+
+    def __init__(self) -> None:
+        self.kinds: set[str] = set()
+        self.down: dict[str, set[int]] = {k: set() for k in PROCESS_FAULTS}
+        self.cut: set[int] = set()
+        self.windows: dict[int, tuple[str, tuple[int, ...]]] = {}
+        self.ever: set[int] = set()
+        self.max_down = self.max_affected = 0
+        self.leader: bool | None = False
+        self.unknown_extent = False  # a fault whose nodes were not recorded
+
+    def apply(
+        self, f: str, nodes: tuple[int, ...], target: Any, shape: Any, window: int | None = None
+    ) -> None:
+        heals = PROCESS_HEALS.get(f)
+        if heals is not None:
+            self.down[heals] -= set(nodes) if nodes else self.down[heals]
+        elif f == "heal":
+            self.cut.clear()
+        elif f.startswith("heal"):
+            pass  # heal-link and friends: client links only
+        elif f in PROCESS_FAULTS or f == "partition":
+            self.kinds.add(f)
+            if not nodes:
+                self.unknown_extent = True
+            (self.down[f] if f in PROCESS_FAULTS else self.cut).update(nodes)
+            self.ever.update(nodes)
+            if target in ("leader", "all"):
+                self.leader = True
+            elif self.leader is False:
+                self.leader = None  # some node was hit; whether it led a given partition is unknown
+            if window is not None:
+                self.windows[window] = (f, nodes)
+        else:
+            self.kinds.add(f)
+        self._measure()
+
+    def end_window(self, window: int) -> None:
+        f, nodes = self.windows.pop(window, ("", ()))
+        if f in PROCESS_FAULTS:
+            self.down[f] -= set(nodes)
+        elif f == "partition":
+            still = {n for g, ns in self.windows.values() if g == "partition" for n in ns}
+            self.cut = {n for n in self.cut if n in still}
+        self._measure()
+
+    def _measure(self) -> None:
+        down = set().union(*self.down.values())
+        self.max_down = max(self.max_down, len(down))
+        self.max_affected = max(self.max_affected, len(down | self.cut))
+
+    def summary(self) -> FaultSummary:
+        big = 10**6 if self.unknown_extent else 0  # unknown extent: assume it could reach every node
+        return FaultSummary(
+            kinds=frozenset(self.kinds),
+            max_down=max(self.max_down, 1 if self.unknown_extent and self.kinds & PROCESS_FAULTS else 0),
+            max_affected=max(self.max_affected, big),
+            distinct_down=max(len(self.ever), big),
+            leader_affected=None if self.unknown_extent and self.leader is False else self.leader,
+            nodes=frozenset(self.ever),
+        )
+
+
+def unclean_election_observed(samples: Iterable[Mapping[str, Any]]) -> bool | None:
+    """From state samples: True if some key's leader epoch went up by exactly one to a leader that the
+    previous sample showed outside ISR ∪ ELR ∪ last-known ELR (an unclean election); False if every epoch
+    change was seen step by step and each new leader came from that set; None if the samples cannot tell
+    (missed epochs, missing fields)."""
+    by_key: dict[str, list[Mapping[str, Any]]] = {}
+    for s in samples:
+        if isinstance(s.get("key"), str) and isinstance(s.get("leader_epoch"), int):
+            by_key.setdefault(s["key"], []).append(s)
+    if not by_key:
+        return None
+    certain = True
+    for rows in by_key.values():
+        rows.sort(key=lambda s: (s.get("leader_epoch", 0), s.get("time") or 0))
+        for prev, cur in itertools.pairwise(rows):
+            if cur["leader_epoch"] == prev["leader_epoch"]:
+                continue
+            leader = cur.get("leader")
+            if leader is None or leader < 0:
+                continue
+            if cur["leader_epoch"] != prev["leader_epoch"] + 1 or prev.get("isr") is None:
+                certain = False
+                continue
+            eligible = set(prev.get("isr") or ()) | set(prev.get("elr") or ()) | set(
+                prev.get("last_known_elr") or ()
+            )
+            if leader not in eligible:
+                return True
+    return False if certain else None
+
+
+# ------------------------------------------------------------------------------------------------ rules
+
+
+def _fault_sets(faults: FaultSummary, rf: int) -> list[str]:
+    """The model's fault sets that cover what the run saw, cheapest to explore first."""
+    sets: list[str] = []
+    if not faults.replication_faults:
+        return ["none"]
+    leader = faults.leader_affected
+    count = max(faults.max_affected, faults.max_down)
+    if count <= 1:
+        sets.append("leader-down" if leader is True else "follower-down" if leader is False else "one-down")
+    if faults.partitioned:
+        sets.append("follower-isolated" if leader is False else "leader-isolated")
+    if faults.paused and leader is not False:
+        sets.append("leader-paused")
+    if 2 <= count < rf:
+        sets.append("two-down")
+    if count >= rf or faults.distinct_down >= rf:
+        sets.append("all-isr-down")
+    return list(dict.fromkeys(sets))
+
+
+def _describe(faults: FaultSummary) -> str:
+    if not faults.replication_faults:
+        return "no broker or network fault"
+    kinds = "/".join(sorted(faults.kinds & (PROCESS_FAULTS | {"partition"})))
+    n = faults.max_affected
+    plural = "s" if n != 1 else ""
+    extent = "nodes whose count was not recorded" if n >= 10**6 else f"at most {n} node{plural}"
+    who = {True: "the leader among them", False: "no leader among them", None: "possibly a leader"}
+    return f"{kinds} of {extent} at a time, {who[faults.leader_affected]}"
+
+
+@dataclass(frozen=True, slots=True)
+class _Loss:
+    """The model's answer to "could an acknowledged write be lost here?", with the prediction behind it."""
+
+    possible: bool
+    clean: bool  # possible without an unclean election
+    prediction: Prediction | None
+    fault_set: str | None
+
+
+def _loss(cfg: RunConfig, faults: FaultSummary) -> _Loss:
+    rf = max(1, min(cfg.rf, MODEL_MAX_RF))
+    # min.insync.replicas above RF makes every acks=all write fail; otherwise scale it into the model's RF
+    min_insync = rf + 1 if cfg.min_insync > cfg.rf else min(cfg.min_insync, rf)
+    lagging = cfg.unclean and faults.unclean_election is not False
+    first: _Loss | None = None
+    for fault_set in _fault_sets(faults, cfg.rf):
+        if fault_set == "two-down" and rf < 2:
+            fault_set = "all-isr-down"
+        p = predict(cfg.acks, min_insync, rf, cfg.unclean, fault_set, elr=cfg.elr, lagging=lagging)
+        found = _Loss(p.loss_possible, p.clean_loss_possible, p, fault_set)
+        if p.clean_loss_possible:
+            return found
+        if p.loss_possible and first is None:
+            first = found
+    return first or _Loss(False, False, None, None)
+
+
+def _config_note(known: bool) -> str:
+    return "" if known else " (configuration unknown: Kafka's defaults assumed)"
+
+
+def _loss_verdict(what: str, cfg: RunConfig, known: bool, faults: FaultSummary) -> Verdict:
+    note = _config_note(known)
+    if cfg.acks == "0":
+        return _permitted(
+            f"acks=0: the producer never waits for the broker, so Kafka makes no delivery promise for the "
+            f"{what}{note}"
+        )
+    if faults.unclean_election and cfg.unclean:
+        return _permitted(
+            "unclean.leader.election.enable=true and an unclean election was observed: a replica outside the "
+            f"ISR became leader, so committed data may be lost{note}"
+        )
+    if faults.unclean_election and not cfg.unclean:
+        return _violation(
+            "an unclean leader election was observed although unclean.leader.election.enable=false, and the "
+            f"{what} followed from it{note}"
+        )
+    loss = _loss(cfg, faults)
+    if loss.possible and loss.clean and cfg.acks == "1":
+        return _permitted(
+            f"acks=1: the leader acknowledged before replication; a leader crash or isolation may lose it "
+            f"({_describe(faults)}){note}"
+        )
+    if loss.possible and loss.clean:
+        return _permitted(f"{loss.prediction.reason if loss.prediction else 'the model permits it'}{note}")
+    if loss.possible:
+        return _permitted(
+            "unclean.leader.election.enable=true: once the in-sync replicas are gone a stale replica may be "
+            f"elected and committed data it lacks is lost ({_describe(faults)}){note}"
+        )
+    if not faults.replication_faults:
+        return _violation(
+            f"no broker or network fault was injected, and Kafka loses no acknowledged write "
+            f"(acks={cfg.acks}), so the {what} breaks its guarantee{note}"
+        )
+    if cfg.acks == "all":
+        protection = (
+            "only such a replica can lead"
+            if not cfg.unclean
+            else "with ELR (KIP-966) a replica that left the ISR below min.insync.replicas still leads first"
+            if cfg.elr
+            else "these faults cannot remove every in-sync replica"
+        )
+        return _violation(
+            f"acks=all with min.insync.replicas={cfg.min_insync} and RF={cfg.rf}: an acknowledged write is "
+            f"on every in-sync replica and {protection}, so the {what} is not explained by the faults "
+            f"({_describe(faults)}){note}"
+        )
+    return _violation(
+        f"acks={cfg.acks}: the model finds no way for {_describe(faults)} to lose an acknowledged write, so "
+        f"the {what} breaks Kafka's guarantee{note}"
+    )
+
+
+def _lost_write(_i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: FaultSummary) -> Verdict:
+    return _loss_verdict("lost write", cfg, known, faults)
+
+
+def _unseen(_i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: FaultSummary) -> Verdict:
+    return _loss_verdict("unseen acknowledged write", cfg, known, faults)
+
+
+def _inconsistent_offsets(i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: FaultSummary) -> Verdict:
+    v = _loss_verdict("inconsistent offset", cfg, known, faults)
+    if v.verdict == "permitted" and cfg.acks in ("0", "1") and not faults.unclean_election:
+        return _permitted(
+            f"acks={cfg.acks}: after a leader failover the new leader truncated records the old one had "
+            f"acknowledged without replicating, and wrote other values at those offsets{_config_note(known)}"
+        )
+    return v
+
+
+def _duplicate(_i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: FaultSummary) -> Verdict:
+    note = _config_note(known)
+    if duplicates_possible(cfg.idempotence, cfg.retries):
+        return _permitted(
+            "idempotence off with retries: a send whose first attempt was appended but not acknowledged is "
+            f"retried and written twice{note}"
+        )
+    if cfg.idempotence:
+        return _violation(
+            "enable.idempotence=true: the leader de-duplicates retried batches by producer id and sequence "
+            f"number, so a value at two offsets breaks Kafka's exactly-once-per-partition guarantee{note}"
+        )
+    return _violation(f"retries=0: the producer never resends, so no retry put a value at two offsets{note}")
+
+
+def _nonmonotonic_send(_i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: FaultSummary) -> Verdict:
+    note = _config_note(known)
+    if not cfg.idempotence and cfg.retries != 0:
+        return _permitted(
+            "idempotence off with retries: a retried batch can land after a later one (max.in.flight > 1), "
+            f"so a later send may sit at an earlier position{note}"
+        )
+    loss = _loss_verdict("reordered send", cfg, known, faults)
+    if loss.verdict == "permitted":
+        return _permitted(
+            "a leader failover truncated acknowledged records and later sends reused their offsets, so send "
+            f"order and log order disagree ({loss.reason})"
+        )
+    return _violation(
+        "enable.idempotence=true keeps one producer's sends to a partition in order, and no permitted "
+        f"truncation explains a later send at an earlier position{note}"
+    )
+
+
+def _consumer_order(i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: FaultSummary) -> Verdict:
+    if i.get("subscribe") or i.get("mode") == "subscribe":
+        return _permitted("subscribe-mode consumer: a rebalance may move its position back or forward")
+    loss = _loss(cfg, faults)
+    if faults.unclean_election or (loss.possible and not loss.clean):
+        return _permitted(
+            "an unclean leader election can truncate the log below a consumer's position, which then resets "
+            f"and re-reads or skips{_config_note(known)}"
+        )
+    return _violation(
+        "an assigned consumer reads the committed log in offset order, and committed records are never "
+        f"truncated without an unclean election{_config_note(known)}"
+    )
+
+
+def _vanished_read(_i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: FaultSummary) -> Verdict:
+    loss = _loss(dataclasses.replace(cfg, acks="all"), faults)
+    if faults.unclean_election or (cfg.unclean and loss.possible):
+        return _permitted(
+            "consumers only see records below the high watermark (committed); only an unclean leader "
+            f"election may remove them, and unclean election is on{_config_note(known)}"
+        )
+    return _violation(
+        "consumers only see records below the high watermark, which Kafka never removes while unclean "
+        f"leader election is off{_config_note(known)}"
+    )
+
+
+def _g1a(i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: FaultSummary) -> Verdict:
+    return _violation(
+        "a send reported as failed (certainly not written) was read by a consumer: either Kafka wrote a "
+        f"record it refused, or the client reported an ambiguous error as definite{_config_note(known)}"
+    )
+
+
+def _txn(i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: FaultSummary) -> Verdict:
+    return _violation(
+        "Kafka transactions promise read_committed consumers see only committed transactions, atomically"
+    )
+
+
+def _not_bad(i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: FaultSummary) -> Verdict:
+    return _permitted("not an anomaly Kafka rules out: it promises no contiguity or write-write order here")
+
+
+def _leader_outside(_i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: FaultSummary) -> Verdict:
+    if cfg.unclean:
+        return _permitted("unclean.leader.election.enable=true: a replica outside ISR ∪ ELR may be elected")
+    return _violation(
+        "with unclean.leader.election.enable=false only an ISR member, an ELR member or the last known "
+        f"leader may lead{_config_note(known)}"
+    )
+
+
+def _epoch_regression(_i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: FaultSummary) -> Verdict:
+    return _violation("the controller only ever increases a partition's leader epoch")
+
+
+def _ack_below_min_isr(_i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: FaultSummary) -> Verdict:
+    if cfg.acks != "all":
+        return _permitted(f"acks={cfg.acks}: min.insync.replicas only gates acks=all writes")
+    return _violation(
+        f"acks=all: the leader refuses (NOT_ENOUGH_REPLICAS) or fails (…_AFTER_APPEND) a write while its ISR "
+        f"is below min.insync.replicas={cfg.min_insync}{_config_note(known)}"
+    )
+
+
+_RULES = {
+    "lost-write": _lost_write,
+    "unseen": _unseen,
+    "inconsistent-offsets": _inconsistent_offsets,
+    "duplicate": _duplicate,
+    "nonmonotonic-send": _nonmonotonic_send,
+    "int-nonmonotonic-send": _nonmonotonic_send,
+    "poll-skip": _consumer_order,
+    "nonmonotonic-poll": _consumer_order,
+    "int-poll-skip": _consumer_order,
+    "int-nonmonotonic-poll": _consumer_order,
+    "vanished-read": _vanished_read,
+    "G1a": _g1a,
+    "precommitted-read": _txn,
+    "G1c": _txn,
+    "G0": _not_bad,
+    "int-send-skip": _not_bad,
+    "leader-outside-isr-elr": _leader_outside,
+    "leader-epoch-regression": _epoch_regression,
+    "ack-below-min-isr": _ack_below_min_isr,
+}
+
+
+def judge(anomaly: str, instance: dict[str, Any], config: RunConfig | None, faults: FaultSummary) -> Verdict:
+    """Whether Kafka, configured as ``config``, permits this anomaly instance given the run's ``faults``.
+
+    ``config`` may also be a resolved scenario dict (``RunConfig.from_scenario``) or None (Kafka's defaults,
+    noted in the reason); ``faults`` may also be ``checker.faults.FaultSummary`` (fault windows), a list of
+    history events, or None (no faults).
+    """
+    cfg, known = RunConfig.coerce(config)
+    fs = FaultSummary.coerce(faults)
+    rule = _RULES.get(anomaly)
+    if rule is None:
+        return _violation(f"no rule of the reference model permits '{anomaly}'")
+    return rule(instance, cfg, known, fs)
