@@ -47,6 +47,8 @@ SENDS_FILE = "sends.parquet"
 POLLS_FILE = "polls.parquet"
 
 CLIENT_OP_FS = ("send", "poll", "txn")
+SPILL_EVERY = 1 << 18
+"""Lines between moves of the accumulated columns into Arrow (a power of two): bounds the parse's memory."""
 
 
 def _pick_loads() -> tuple[Callable[[bytes], Any], str]:
@@ -173,6 +175,25 @@ class _Columns:
         self.key: list[Any] = []
         self.value: list[Any] = []
         self.offset: list[Any] = []
+        self.chunks: list[pa.Table] = []
+
+    def _lists(self) -> list[list[Any]]:
+        return [self.n, self.process, self.op, self.type, self.time, self.complete, self.key, self.value,
+                self.offset]  # fmt: skip
+
+    def spill(self, build: Callable[[], pa.Table]) -> None:
+        """Move what the lists hold into an Arrow chunk and empty them in place (the parse loop holds their
+        bound `append`s): Arrow columns take a fraction of the memory of lists of Python objects."""
+        if self.n:
+            self.chunks.append(build())
+            for xs in self._lists():
+                xs.clear()
+
+    def table(self, build: Callable[[], pa.Table]) -> pa.Table:
+        self.spill(build)
+        if not self.chunks:
+            return build()
+        return pa.concat_tables(self.chunks).combine_chunks() if len(self.chunks) > 1 else self.chunks[0]
 
     def sends_table(self) -> pa.Table:
         counts = np.asarray(self.n, dtype=np.int64)
@@ -192,12 +213,7 @@ class _Columns:
             pa.array(np.repeat(_ints(self.time, "time").to_numpy(), counts)),
             pa.array(comp, mask=comp_mask),
         ]
-        table = pa.Table.from_arrays(cols, schema=SENDS_SCHEMA)
-        ops = np.asarray(self.op, dtype=np.int64)
-        if len(ops) > 1 and bool(np.any(ops[1:] < ops[:-1])):  # ops cut short come last
-            rows = np.repeat(ops, counts)
-            table = table.take(pa.array(np.argsort(rows, kind="stable")))
-        return table
+        return pa.Table.from_arrays(cols, schema=SENDS_SCHEMA)
 
     def polls_table(self) -> pa.Table:
         counts = np.asarray(self.n, dtype=np.int64)
@@ -248,6 +264,7 @@ def _parse(lines: Iterable[bytes], *, source: str) -> HistoryTables:
     part of checking a run that cannot be vectorised.
     """
     loads = _LOADS
+    spill_mask = SPILL_EVERY - 1
     truncated = False
     sends, polls = _Columns(), _Columns()
     s_n, s_proc, s_op, s_type, s_time, s_comp = (
@@ -315,6 +332,9 @@ def _parse(lines: Iterable[bytes], *, source: str) -> HistoryTables:
                     raise
                 truncated = True  # the last line, cut mid-way: drop it
                 break
+            if not lineno & spill_mask:
+                sends.spill(sends.sends_table)
+                polls.spill(polls.polls_table)
             proc = o["process"]
             t = o["time"]  # events are in time order: the last t is the end
             if type(proc) is int:
@@ -434,7 +454,11 @@ def _parse(lines: Iterable[bytes], *, source: str) -> HistoryTables:
         ignored=ignored,
         dropped_records=dropped,
     )
-    return HistoryTables(sends=sends.sends_table(), polls=polls.polls_table(), meta=meta)
+    sends_table = sends.table(sends.sends_table)
+    ops = sends_table.column("op_index").to_numpy()
+    if len(ops) > 1 and bool(np.any(ops[1:] < ops[:-1])):  # ops complete out of invoke order
+        sends_table = sends_table.take(pa.array(np.argsort(ops, kind="stable")))
+    return HistoryTables(sends=sends_table, polls=polls.table(polls.polls_table), meta=meta)
 
 
 def _damaged(source: str, lineno: int, e: Exception) -> HistoryError:

@@ -249,3 +249,23 @@ def test_heals_close_the_faults_they_undo() -> None:
         ("partition", (3,), "heal", 14000),
         ("kill", (), "restart", 18000),
     ]
+
+
+def test_spilling_columns_to_arrow_mid_parse_changes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    h = clean()
+    for v in range(10, 30):
+        h.send(v % 3, K if v % 2 else K1, v, v)
+        if v % 4 == 0:
+            h.poll(5, {K: [(v - 1, v - 1)], K1: [(v, v)]})
+    h.event(9, "invoke", "send", [["send", K, 99]])  # never completes: sorted back into op order
+    h.send(8, K, 100, 50)
+    data = h.text().encode()
+    whole = parse_history(data)
+    import checker.tables
+
+    monkeypatch.setattr(checker.tables, "SPILL_EVERY", 4)
+    spilled = parse_history(data)
+    assert spilled.sends.equals(whole.sends) and spilled.polls.equals(whole.polls)
+    assert spilled.sends.num_rows == 24 and spilled.sends["op_index"].to_pylist() == sorted(
+        spilled.sends["op_index"].to_pylist()
+    )
