@@ -22,6 +22,7 @@ engine:
 
 images: venv engine
 	$(BIN)/kafka-chaos image build
+	$(BIN)/kafka-chaos image build --kafka-version 4.0.1 --no-toxiproxy  # ELR-off contrast (tests/chaos)
 
 demo: setup
 	$(BIN)/kafka-chaos run scenarios/demo.toml

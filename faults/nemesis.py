@@ -42,6 +42,7 @@ class Nemesis:
         self.clock = clock
         self._stop = threading.Event()
         self._active: dict[int, tuple[Fault, list[int]]] = {}
+        self._previous: list[int] = []
         self._thread = threading.Thread(target=self._run, name="nemesis", daemon=True)
         self.errors: list[str] = []
 
@@ -79,9 +80,11 @@ class Nemesis:
                              if p.kind == "partition" else {"target": p.target})
         try:
             brokers_only = p.kind in ("kill", "stop", "pause") or p.kind in LINK_FAULTS
-            nodes = resolve(p.target, self.cluster, self.topic, self.rng, brokers_only=brokers_only)
+            nodes = resolve(p.target, self.cluster, self.topic, self.rng, brokers_only=brokers_only,
+                            previous=self._previous)
             fault = self._fault(p)
             value = fault.start(nodes)
+            self._previous = nodes
         except Exception as err:
             self.errors.append(f"{p.kind}: {err}")
             self.recorder.record("nemesis", "info", p.kind, {"target": p.target, "nodes": []},

@@ -9,7 +9,7 @@ import random
 from collections.abc import Iterable, Sequence
 from typing import Literal, Protocol
 
-SymbolicTarget = Literal["one", "leader", "controller", "minority", "majority", "all"]
+SymbolicTarget = Literal["one", "leader", "follower", "controller", "minority", "majority", "all", "previous"]
 Target = SymbolicTarget | list[int]
 
 
@@ -29,6 +29,8 @@ class Node(Protocol):
 
 class LeaderInfo(Protocol):
     leader: int | None
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
 
 
 class Cluster(Protocol):
@@ -42,9 +44,12 @@ class TargetError(Exception):
     """A target that names no node (e.g. `leader` while the partition has none)."""
 
 
-def resolve(target: Target, cluster: Cluster, topic: str, rng: random.Random, *, brokers_only: bool = False) -> list[int]:
-    """Node ids for `target`, now. `leader` is the leader of the topic's partition 0 (the first key); `one`, `minority`,
-    `majority` are drawn from the run's seeded random source, so a seed replays the same choices."""
+def resolve(target: Target, cluster: Cluster, topic: str, rng: random.Random, *, brokers_only: bool = False,
+            previous: list[int] | None = None) -> list[int]:
+    """Node ids for `target`, now. `leader` is the leader of the topic's partition 0 (the first key) and
+    `follower` one of its other replicas; `previous` is the nodes of the fault before this one (to crash a node
+    that an earlier fault isolated); `one`, `follower`, `minority`, `majority` are drawn from the run's seeded
+    random source, so a seed replays the same choices."""
     ids = sorted(n.node_id for n in cluster.nodes.values() if n.is_broker or not brokers_only)
     if isinstance(target, list):
         unknown = set(target) - set(ids)
@@ -55,12 +60,24 @@ def resolve(target: Target, cluster: Cluster, topic: str, rng: random.Random, *,
         return ids
     if target == "one":
         return [rng.choice(ids)]
-    if target == "leader":
+    if target == "previous":
+        if not previous:
+            raise TargetError("`previous` needs an earlier fault with nodes")
+        return sorted(previous)
+    if target in ("leader", "follower"):
         states = cluster.partition_states(topic)
         leader = states[0].leader if states else None
         if leader is None:
             raise TargetError(f"{topic}/0 has no leader right now")
-        return [leader]
+        if target == "leader":
+            return [leader]
+        # prefer in-sync followers: a second `follower` fault then takes down a live one
+        followers = sorted(r for r in states[0].isr if r != leader) or sorted(
+            r for r in states[0].replicas if r != leader
+        )
+        if not followers:
+            raise TargetError(f"{topic}/0 has no follower")
+        return [rng.choice(followers)]
     if target == "controller":
         controller = cluster.controller_id()
         if controller is None:
