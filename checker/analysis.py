@@ -31,7 +31,7 @@ from checker.context import I64, Context, prepare
 from checker.faults import FaultSummary
 from checker.schema import ANOMALIES_BAD_BY_DEFAULT
 from checker.stats import run_stats
-from checker.verdicts import Judge, apply_verdicts, load_judge
+from checker.verdicts import Judge, apply_verdicts, load_judge, verdict_inputs
 
 ANOMALY_NAMES: tuple[str, ...] = tuple(ANOMALIES_BAD_BY_DEFAULT)
 
@@ -46,6 +46,9 @@ class Analysis:
     anomalies: dict[str, list[dict[str, Any]]]
     violations: list[dict[str, Any]]
     stats: dict[str, Any] = field(default_factory=dict)
+    conformance: dict[str, Any] | None = None
+    """Behaviour the reference model forbids, seen in the state samples (`checker.conformance`):
+    `{"anomaly_counts", "anomalies"}`; None when there were no samples to check."""
 
     @property
     def passed(self) -> bool:
@@ -60,6 +63,7 @@ class Analysis:
             "anomalies": self.anomalies,
             "violations": self.violations,
             "stats": self.stats,
+            **({"conformance": self.conformance} if self.conformance is not None else {}),
         }
 
 
@@ -96,6 +100,7 @@ def analyse(
     end_time: int | None = None,
     op_counts: dict[str, dict[str, int]] | None = None,
     ok_poll_times: I64 | None = None,
+    state_samples: list[dict[str, Any]] | None = None,
     judge: Judge | None = None,
 ) -> Analysis:
     """Check a run's sends and polls tables.
@@ -105,6 +110,9 @@ def analyse(
     `faults`: the FaultSummary of the run (`faults_from_history`); an empty one if None.
     `complete`, `end_time`, `op_counts`, `ok_poll_times`: what only the history knows (see HistoryMeta);
     without them, completeness is assumed and the statistics are derived from the tables alone.
+    `state_samples`: the observer's samples (state.jsonl): with them, the verdicts know whether an unclean
+    election happened, and `checker.conformance` checks them against the model (its instances are
+    judged too and count among the violations, but not against Jepsen's `valid`).
     `judge`: the verdict function; by default `reference_model.verdicts.judge` if it exists.
     """
     found, ctx = find_anomalies(sends, polls, subscribe_processes=subscribe_processes)
@@ -112,9 +120,21 @@ def analyse(
     stats["unseen_series"] = unseen_series(ctx, end_time=stats["duration_ns"])
     if faults is None:
         faults = FaultSummary(windows=(), end_time=int(stats["duration_ns"]))
+    judge = judge or load_judge()
+    v_config, v_faults = verdict_inputs(config, faults, state_samples)
     anomalies = {name: inst for name, inst in found.items() if inst}
-    violations = apply_verdicts(anomalies, config=config, faults=faults, judge=judge or load_judge())
+    violations = apply_verdicts(anomalies, config=v_config, faults=v_faults, judge=judge, complete=complete)
     valid = not any(inst["bad"] for insts in anomalies.values() for inst in insts)
+    conformance = None
+    if state_samples is not None:
+        found_c = check_conformance(state_samples, sends, polls, config)
+        if found_c is not None:
+            c_anomalies = {name: insts for name, insts in found_c.items() if insts}
+            violations += apply_verdicts(c_anomalies, config=v_config, faults=v_faults, judge=judge)
+            conformance = {
+                "anomaly_counts": {name: len(insts) for name, insts in c_anomalies.items()},
+                "anomalies": c_anomalies,
+            }
     return Analysis(
         valid=valid,
         complete=complete,
@@ -122,7 +142,20 @@ def analyse(
         anomalies=anomalies,
         violations=violations,
         stats=stats,
+        conformance=conformance,
     )
+
+
+def check_conformance(
+    state_samples: list[dict[str, Any]], sends: pa.Table, polls: pa.Table, config: Any
+) -> dict[str, list[dict[str, Any]]] | None:
+    """`checker.conformance.conformance`, or None while that module (or the model it needs) is missing."""
+    try:
+        from checker.conformance import conformance
+    except ImportError:
+        return None
+    result: dict[str, list[dict[str, Any]]] = conformance(state_samples, sends, polls, config)
+    return result
 
 
 def json_default(o: Any) -> Any:

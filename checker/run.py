@@ -13,7 +13,7 @@ from typing import Any
 from checker.analysis import analyse, json_default
 from checker.errors import HistoryError
 from checker.faults import faults_from_history
-from checker.tables import HISTORY_FILE, history_to_tables, write_tables
+from checker.tables import HISTORY_FILE, history_to_tables, read_state_samples, write_tables
 
 RESULTS_FILE = "results.json"
 
@@ -21,16 +21,18 @@ RESULTS_FILE = "results.json"
 def check_run(run_dir: Path, *, write: bool = True, config: Any = None) -> dict[str, Any]:
     """Check the run in `run_dir` and return DESIGN.md §4's result dict.
 
-    Reads `history.jsonl`; with `write`, also writes `sends.parquet`, `polls.parquet` and `results.json`
-    there. `config` is passed to the verdicts; by default it is the resolved configuration the history's
-    `run-start` event carries (None if it has none). The result also holds `run` (completeness details and
-    op counts) and `faults` (the fault windows).
+    Reads `history.jsonl` (and `state.jsonl`, the observer's samples, when there is one); with `write`, also
+    writes `sends.parquet`, `polls.parquet` and `results.json` there. `config` is passed to the verdicts;
+    by default it is the resolved configuration the history's `run-start` event carries (None if it has
+    none). The result also holds `run` (completeness details and op counts), `faults` (the fault windows)
+    and, with state samples, `conformance`.
     """
     run_dir = Path(run_dir)
     if not run_dir.exists():
         raise HistoryError(f"no run directory at {run_dir}: pass a results/<run>/ directory")
     tables = history_to_tables(run_dir / HISTORY_FILE if run_dir.is_dir() else run_dir)
     meta = tables.meta
+    samples = read_state_samples(run_dir) if run_dir.is_dir() else None
     faults = faults_from_history(meta.nemesis, end_time=meta.end_time)
     analysis = analyse(
         tables.sends,
@@ -42,6 +44,7 @@ def check_run(run_dir: Path, *, write: bool = True, config: Any = None) -> dict[
         end_time=meta.end_time,
         op_counts=meta.op_counts,
         ok_poll_times=meta.ok_poll_times,
+        state_samples=samples,
     )
     result = analysis.to_dict()
     result["run"] = meta.to_dict()

@@ -43,6 +43,7 @@ from checker.errors import HistoryError
 from checker.schema import POLLS_SCHEMA, SENDS_SCHEMA
 
 HISTORY_FILE = "history.jsonl"
+STATE_FILE = "state.jsonl"
 SENDS_FILE = "sends.parquet"
 POLLS_FILE = "polls.parquet"
 
@@ -492,3 +493,28 @@ def read_tables(run_dir: Path | str) -> tuple[pa.Table, pa.Table]:
     return sends.select(SENDS_SCHEMA.names).cast(SENDS_SCHEMA), polls.select(POLLS_SCHEMA.names).cast(
         POLLS_SCHEMA
     )
+
+
+def read_state_samples(run_dir: Path | str) -> list[dict[str, Any]] | None:
+    """The observer's samples (`state.jsonl`, DESIGN.md §3), or None if the run has none.
+
+    Lenient, as the samples are evidence on the side: a line that is not a JSON object (a cut last line,
+    say) is skipped.
+    """
+    path = Path(run_dir) / STATE_FILE
+    try:
+        fh = path.open("rb")
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise HistoryError(f"cannot read {path}: {e.strerror or e}") from e
+    samples: list[dict[str, Any]] = []
+    with fh:
+        for line in fh:
+            try:
+                o = _LOADS(line)
+            except ValueError:
+                continue
+            if isinstance(o, dict):
+                samples.append(o)
+    return samples
