@@ -12,7 +12,14 @@ from checker.analysis import ANOMALY_NAMES, Analysis, analyse
 from checker.errors import HistoryError
 from checker.faults import FaultSummary, FaultWindow, faults_from_history
 from checker.run import check_run
-from checker.tables import HistoryMeta, HistoryTables, history_to_tables, read_tables, write_tables
+from checker.tables import (
+    HistoryMeta,
+    HistoryTables,
+    history_to_tables,
+    read_state_samples,
+    read_tables,
+    write_tables,
+)
 
 __all__ = [
     "ANOMALY_NAMES",
@@ -26,6 +33,7 @@ __all__ = [
     "check_run",
     "faults_from_history",
     "history_to_tables",
+    "read_state_samples",
     "read_tables",
     "write_tables",
 ]
