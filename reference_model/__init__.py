@@ -1,1 +1,29 @@
-"""kafka-chaos: reference_model."""
+"""kafka-chaos: reference_model — an executable model of Kafka's ISR replication (KRaft) and what it permits.
+
+- `model`: the state machine (`Cluster`, its events, `TopicConfig`) with its invariants.
+- `explore`: exhaustive bounded exploration of a fault schedule (`explore`, `settle`, `fault_scripts`).
+- `matrix`: the durability matrix computed from the model (`durability_matrix`, `render_matrix`, `predict`).
+- `verdicts`: `judge(anomaly, instance, config, faults) -> Verdict` for the checker.
+- `synthetic`: seeded synthetic histories in DESIGN.md §3 format with the anomalies they contain.
+"""
+
+from reference_model.matrix import MatrixRow, Prediction, durability_matrix, predict, render_matrix
+from reference_model.model import Cluster, InvariantViolation, TopicConfig
+from reference_model.synthetic import synthetic_history
+from reference_model.verdicts import FaultSummary, RunConfig, Verdict, judge
+
+__all__ = [
+    "Cluster",
+    "FaultSummary",
+    "InvariantViolation",
+    "MatrixRow",
+    "Prediction",
+    "RunConfig",
+    "TopicConfig",
+    "Verdict",
+    "durability_matrix",
+    "judge",
+    "predict",
+    "render_matrix",
+    "synthetic_history",
+]

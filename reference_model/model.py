@@ -243,6 +243,7 @@ class Broker:
     follower_leo: dict[int, int] = field(default_factory=dict)  # leader side: last fetch offset per follower
     unclean_shutdown: bool = False  # killed, and not yet re-registered
     needs_registration: bool = False  # restarted: its old controller session belongs to a dead incarnation
+    first_offset: dict[int, int] = field(default_factory=dict)  # value -> first offset holding it
 
     @property
     def leo(self) -> int:
@@ -272,9 +273,13 @@ class Broker:
         for entry in entries:
             if not self.epochs or entry[1] > self.epochs[-1][0]:
                 self.epochs.append((entry[1], self.leo))
+            self.first_offset.setdefault(entry[0], self.leo)
             self.log.append(entry)
 
     def truncate(self, offset: int) -> None:
+        for value, _epoch in self.log[offset:]:
+            if self.first_offset.get(value, -1) >= offset:
+                del self.first_offset[value]
         del self.log[offset:]
         self.epochs = [(e, s) for e, s in self.epochs if s < offset]
         self.hw = min(self.hw, offset)
@@ -290,6 +295,7 @@ class Broker:
             dict(self.follower_leo),
             self.unclean_shutdown,
             self.needs_registration,
+            dict(self.first_offset),
         )
 
     def signature(self) -> tuple[object, ...]:
@@ -607,11 +613,11 @@ class Cluster:
     def _produce(self, ev: Produce) -> None:
         lb = self.brokers[ev.broker]
         assert lb.view is not None
-        if ev.idempotent:
-            for offset, (value, _epoch) in enumerate(lb.log):
-                if value == ev.value:  # the producer state knows this sequence number: no second append
-                    self._after_append(ev, lb, offset, lb.log[offset][1])
-                    return
+        if ev.idempotent and ev.value in lb.first_offset:
+            # the producer state (rebuilt from the log) knows this sequence number: no second append
+            offset = lb.first_offset[ev.value]
+            self._after_append(ev, lb, offset, lb.log[offset][1])
+            return
         if ev.acks == "all" and len(lb.view.isr) < self.config.min_insync:
             self.outcomes[ev.value] = Outcome("fail", None, ev.acks, "NOT_ENOUGH_REPLICAS")
             return
@@ -676,23 +682,25 @@ class Cluster:
 
     def _truncation_point(self, fb: Broker, lb: Broker) -> int:
         """Where ``fb`` must truncate to agree with ``lb`` (its LEO if it need not), by repeated
-        ``OffsetsForLeaderEpoch`` exchanges as in KIP-279."""
-        probe = fb.clone()
-        while probe.leo > 0:
+        ``OffsetsForLeaderEpoch`` exchanges as in KIP-279 (only the epoch cache and LEO take part)."""
+        probe = Broker(fb.id, epochs=list(fb.epochs))
+        leo = fb.leo
+        while leo > 0:
             latest = probe.latest_epoch()
             assert latest is not None
             leader_epoch, end = lb.end_offset_for(latest)
             if leader_epoch is None:
                 point = 0
             elif leader_epoch == latest:
-                point = min(end, probe.leo)
+                point = min(end, leo)
             else:
-                _own_epoch, own_end = probe.end_offset_for(leader_epoch)
-                point = min(end, own_end, probe.leo)
-            if point >= probe.leo:
+                # leader_epoch < latest here, so the answer is where the follower's next epoch starts
+                point = min(end, probe.end_offset_for(leader_epoch)[1], leo)
+            if point >= leo:
                 break
-            probe.truncate(point)
-        return probe.leo
+            leo = point
+            probe.epochs = [(e, s) for e, s in probe.epochs if s < point]
+        return leo
 
     def _fetch(self, f: int) -> None:
         fb = self.brokers[f]

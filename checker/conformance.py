@@ -1,0 +1,370 @@
+"""Conformance: observed behaviour that the reference model of Kafka's ISR protocol forbids (DESIGN.md §4).
+
+`conformance(state_samples, sends, polls, config)` is pure. It reads the observer's samples (state.jsonl)
+and the sends/polls tables, and returns one list of instances per named anomaly (every name present, empty
+lists meaning none):
+
+- `leader-outside-isr-elr`: a sample whose leader is in neither its ISR nor its ELR, with unclean leader
+  election off (the model elects only from ISR, ELR or the last known leader, and every election leaves the
+  leader in the ISR).
+- `leader-epoch-regression`: a key's leader epoch going backwards.
+- `ack-below-min-isr`: an acks=all send acknowledged while the observed ISR was below min.insync.replicas.
+- `vanished-read`: a record a consumer read that the log later shows is gone.
+
+The observer samples every ~250 ms through whichever broker answers, and a broker's metadata can lag the
+controller's (by milliseconds normally, for as long as it is cut off from the controller in a partition).
+Every rule below is written so that stale or sparse samples do not raise false alarms; each docstring says
+how, and what that costs in sensitivity.
+
+Every instance carries `key` and `samples` (the state samples that show it), plus values, offsets, ops and
+times as they apply.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from reference_model.verdicts import RunConfig
+
+__all__ = ["CONFORMANCE_NAMES", "DEFAULT_STALENESS_NS", "conformance"]
+
+CONFORMANCE_NAMES = (
+    "leader-outside-isr-elr",
+    "leader-epoch-regression",
+    "ack-below-min-isr",
+    "vanished-read",
+)
+DEFAULT_STALENESS_NS = 2_000_000_000
+"""How long a broker's metadata may lag the controller's in normal operation (metadata propagation is
+milliseconds; this leaves a wide margin)."""
+MAX_SAMPLES_PER_INSTANCE = 12
+
+Sample = dict[str, Any]
+
+
+def _clean(samples: Iterable[Mapping[str, Any]]) -> dict[str, list[Sample]]:
+    """Samples with a key and a time, per key, in time order; a leader of -1 reads as None."""
+    by_key: dict[str, list[Sample]] = {}
+    for s in samples:
+        key, t = s.get("key"), s.get("time")
+        if not isinstance(key, str) or not isinstance(t, int):
+            continue
+        row = dict(s)
+        if isinstance(row.get("leader"), int) and row["leader"] < 0:
+            row["leader"] = None
+        by_key.setdefault(key, []).append(row)
+    for rows in by_key.values():
+        rows.sort(key=lambda r: r["time"])
+    return by_key
+
+
+def _epoch(s: Mapping[str, Any]) -> int | None:
+    e = s.get("leader_epoch")
+    return e if isinstance(e, int) and e >= 0 else None
+
+
+def _transitions(rows: list[Sample], start: int, end: int) -> list[Sample]:
+    """The samples in [start, end] where leader, epoch or ISR changed (and the first one), capped."""
+    out: list[Sample] = []
+    prev: tuple[Any, ...] | None = None
+    for s in rows:
+        if s["time"] < start or s["time"] > end:
+            continue
+        state = (s.get("leader"), s.get("leader_epoch"), tuple(s.get("isr") or ()))
+        if state != prev:
+            out.append(s)
+            prev = state
+    return out[:MAX_SAMPLES_PER_INSTANCE]
+
+
+# ------------------------------------------------------------------------------------------------ rules
+
+
+def leader_outside_isr_elr(by_key: dict[str, list[Sample]], cfg: RunConfig) -> list[dict[str, Any]]:
+    """Samples whose leader is in neither ISR nor ELR while unclean leader election is off.
+
+    A sample's leader, ISR and ELR come from one metadata snapshot of one broker, so even a stale sample
+    shows a state the partition really was in: staleness cannot cause a false alarm here. Consecutive
+    samples showing the same (leader, epoch) make one instance. Samples without an ISR are skipped.
+    """
+    if cfg.unclean:
+        return []
+    out: list[dict[str, Any]] = []
+    for key, rows in by_key.items():
+        current: dict[str, Any] | None = None
+        for s in rows:
+            leader, isr = s.get("leader"), s.get("isr")
+            if leader is None or not isinstance(isr, list):
+                current = None
+                continue
+            eligible = set(isr) | set(s.get("elr") or ())
+            if leader in eligible:
+                current = None
+                continue
+            ident = (leader, s.get("leader_epoch"))
+            if current is not None and (current["leader"], current["leader_epoch"]) == ident:
+                current["last_time"] = s["time"]
+                if len(current["samples"]) < MAX_SAMPLES_PER_INSTANCE:
+                    current["samples"].append(s)
+                continue
+            current = {
+                "key": key,
+                "leader": leader,
+                "leader_epoch": s.get("leader_epoch"),
+                "isr": isr,
+                "elr": s.get("elr"),
+                "time": s["time"],
+                "last_time": s["time"],
+                "samples": [s],
+            }
+            out.append(current)
+    return out
+
+
+def leader_epoch_regression(by_key: dict[str, list[Sample]], staleness_ns: int) -> list[dict[str, Any]]:
+    """A key's leader epoch going backwards.
+
+    A single broker's metadata never goes back, but the observer asks whichever broker answers, and one that
+    lags shows an older epoch after a newer one was seen elsewhere. Such a stale sample repeats a state that
+    really existed, so a regression counts only when the older epoch comes with a (epoch, leader) pair never
+    observed before for that key, and the newer epoch had been observed for longer than `staleness_ns`.
+    The cost: a true regression back to a previously observed (epoch, leader) is not reported.
+    """
+    out: list[dict[str, Any]] = []
+    for key, rows in by_key.items():
+        seen: set[tuple[int, Any]] = set()
+        max_epoch: int | None = None
+        max_sample: Sample | None = None
+        for s in rows:
+            e = _epoch(s)
+            if e is None:
+                continue
+            pair = (e, s.get("leader"))
+            if (
+                max_epoch is not None
+                and max_sample is not None
+                and e < max_epoch
+                and pair not in seen
+                and s["time"] - max_sample["time"] > staleness_ns
+            ):
+                out.append(
+                    {
+                        "key": key,
+                        "leader_epoch": e,
+                        "max_epoch": max_epoch,
+                        "leader": s.get("leader"),
+                        "time": s["time"],
+                        "samples": [max_sample, s],
+                    }
+                )
+            seen.add(pair)
+            if max_epoch is None or e > max_epoch:
+                max_epoch, max_sample = e, s
+    return out
+
+
+def _column(table: pa.Table, name: str, null: int = -1) -> np.ndarray[Any, Any]:
+    col = table.column(name).combine_chunks()
+    if col.null_count:
+        col = col.fill_null(null)
+    return np.asarray(col.to_numpy(zero_copy_only=False))
+
+
+def ack_below_min_isr(
+    by_key: dict[str, list[Sample]], sends: pa.Table, cfg: RunConfig, known: bool, staleness_ns: int
+) -> list[dict[str, Any]]:
+    """acks=all sends acknowledged while the observed ISR was below min.insync.replicas.
+
+    Kafka checks the leader's ISR when it appends an acks=all write and again when the high watermark passes
+    it; a legitimate acknowledgement therefore had at least min.insync.replicas members at some moment
+    between the send's invoke and its completion. Samples can miss that moment or lag it, so a send counts
+    only if
+
+    1. some sample lies inside [invoke, complete], and
+    2. every sample in the wider window [invoke − staleness, complete + staleness] shows an ISR below
+       min.insync.replicas (a lagging broker would show a grown ISR within `staleness` of the moment), and
+    3. none of those samples is visibly stale (its leader epoch behind the newest epoch already observed).
+
+    What this cannot see: an ISR that grew to min.insync.replicas and shrank back, both between two samples.
+    Sends that share evidence samples are grouped into one instance. Unknown configuration or acks other
+    than all: nothing to check.
+    """
+    if not known or cfg.acks != "all" or sends.num_rows == 0:
+        return []
+    min_isr = cfg.min_insync
+    ok = np.asarray(sends.column("type").to_pylist(), dtype=object) == "ok"
+    complete = _column(sends, "complete_time")
+    ok &= complete >= 0
+    if not ok.any():
+        return []
+    keys = np.asarray(sends.column("key").to_pylist(), dtype=object)
+    values, offsets = _column(sends, "value"), _column(sends, "offset")
+    ops, invoke = _column(sends, "op_index"), _column(sends, "invoke_time")
+    out: list[dict[str, Any]] = []
+    for key, rows in by_key.items():
+        rows = [s for s in rows if isinstance(s.get("isr"), list)]
+        if not rows:
+            continue
+        times = np.array([s["time"] for s in rows], dtype=np.int64)
+        newest = -1
+        fresh_below = np.zeros(len(rows), dtype=bool)
+        for i, s in enumerate(rows):
+            e = _epoch(s)
+            stale = e is not None and e < newest
+            if e is not None:
+                newest = max(newest, e)
+            fresh_below[i] = len(s["isr"]) < min_isr and not stale
+        # prefix count of samples that are NOT fresh-and-below, to test "all in range" in O(1)
+        bad_prefix = np.concatenate([[0], np.cumsum(~fresh_below)])
+        sel = np.nonzero(ok & (keys == key))[0]
+        if len(sel) == 0:
+            continue
+        inv, comp = invoke[sel], complete[sel]
+        in_lo, in_hi = np.searchsorted(times, inv, "left"), np.searchsorted(times, comp, "right")
+        w_lo = np.searchsorted(times, inv - staleness_ns, "left")
+        w_hi = np.searchsorted(times, comp + staleness_ns, "right")
+        flagged = (in_hi > in_lo) & (bad_prefix[w_hi] - bad_prefix[w_lo] == 0)
+        group: dict[str, Any] | None = None
+        for j in np.nonzero(flagged)[0]:
+            row, lo, hi = int(sel[j]), int(w_lo[j]), int(w_hi[j])
+            if group is None or lo >= group["_hi"]:
+                group = {
+                    "key": key,
+                    "values": [],
+                    "offsets": [],
+                    "ops": [],
+                    "min_insync": min_isr,
+                    "invoke_time": int(invoke[row]),
+                    "complete_time": int(complete[row]),
+                    "_lo": lo,
+                    "_hi": hi,
+                }
+                out.append(group)
+            group["values"].append(int(values[row]))
+            group["offsets"].append(int(offsets[row]) if offsets[row] >= 0 else None)
+            group["ops"].append(int(ops[row]))
+            group["complete_time"] = max(group["complete_time"], int(complete[row]))
+            group["_hi"] = max(group["_hi"], hi)
+    for g in out:
+        lo, hi = g.pop("_lo"), g.pop("_hi")
+        g["value"], g["offset"] = g["values"][0], g["offsets"][0]
+        evidence = by_key[g["key"]]
+        evidence = [s for s in evidence if isinstance(s.get("isr"), list)][lo:hi]
+        g["isr_sizes"] = sorted({len(s["isr"]) for s in evidence})
+        g["samples"] = evidence[:MAX_SAMPLES_PER_INSTANCE]
+    return out
+
+
+def vanished_read(
+    by_key: dict[str, list[Sample]], polls: pa.Table, staleness_ns: int
+) -> list[dict[str, Any]]:
+    """A record a consumer read (value v at offset o of key k, at time t) that the log later shows is gone:
+
+    - `overwritten`: a later ok poll (time > t) read offset o of k and found a different value; or
+    - `below-log-start`: a sample later than t + staleness reports a `log_start_offset` above o (only when
+      the observer records that field; the harness's topics have no retention during a run); or
+    - `beyond-final-hw`: the key's last two samples with a high watermark, both later than t + staleness and
+      in the same leader epoch, show a high watermark <= o: at the end of the run the log no longer reaches
+      o. (A new leader's HW can lag briefly after an election; two samples in one epoch, well after the read,
+      keep that from counting.)
+
+    Consumers only ever see records below the high watermark, which Kafka never removes while unclean
+    election is off, so each of these is a committed record that vanished. Instances are grouped per key
+    and evidence (the later poll op, or the sample), with `values` and `offsets`.
+    """
+    if polls.num_rows == 0:
+        return []
+    keys = np.asarray(polls.column("key").to_pylist(), dtype=object)
+    values, offsets = _column(polls, "value"), _column(polls, "offset")
+    times, ops = _column(polls, "time"), _column(polls, "op_index")
+    groups: dict[tuple[str, str, int], dict[str, Any]] = {}
+
+    def add(key: str, kind: str, evidence: int, row: int, extra: dict[str, Any]) -> None:
+        g = groups.get((key, kind, evidence))
+        if g is None:
+            g = {"key": key, "evidence": kind, "values": [], "offsets": [], "ops": [], "times": [], **extra}
+            groups[(key, kind, evidence)] = g
+        if int(values[row]) in g["values"] and int(offsets[row]) in g["offsets"]:
+            return
+        g["values"].append(int(values[row]))
+        g["offsets"].append(int(offsets[row]))
+        g["ops"].append(int(ops[row]))
+        g["times"].append(int(times[row]))
+
+    for key in sorted(set(keys.tolist())):
+        sel = np.nonzero(keys == key)[0]
+        order = sel[np.lexsort((times[sel], offsets[sel]))]
+        rows = by_key.get(key, [])
+        # overwritten: within one offset, a later read with another value
+        start = 0
+        while start < len(order):
+            end = start
+            while end + 1 < len(order) and offsets[order[end + 1]] == offsets[order[start]]:
+                end += 1
+            block = order[start : end + 1]
+            if len(set(values[block].tolist())) > 1:
+                for a in block:
+                    rereads = [b for b in block if times[b] > times[a] and values[b] != values[a]]
+                    if rereads:
+                        b = int(rereads[0])
+                        add(key, "overwritten", int(ops[b]), int(a), {
+                            "later_value": int(values[b]),
+                            "samples": _transitions(rows, int(times[a]), int(times[b])),
+                        })
+                        groups[(key, "overwritten", int(ops[b]))]["ops"].append(int(ops[b]))
+            start = end + 1
+        # below the log start, by a later sample
+        starts = [s for s in rows if isinstance(s.get("log_start_offset"), int)]
+        for row in sel:
+            t, o = int(times[row]), int(offsets[row])
+            moved = next(
+                (s for s in starts if s["time"] > t + staleness_ns and s["log_start_offset"] > o), None
+            )
+            if moved is not None:
+                add(key, "below-log-start", int(moved["time"]), int(row), {"samples": [moved]})
+        # beyond the final high watermark
+        with_hw = [s for s in rows if isinstance(s.get("hw"), int) and s["hw"] >= 0]
+        if len(with_hw) >= 2:
+            last2 = with_hw[-2:]
+            same_epoch = _epoch(last2[0]) == _epoch(last2[1])
+            final_hw = max(s["hw"] for s in last2)
+            if same_epoch:
+                for row in sel:
+                    t, o = int(times[row]), int(offsets[row])
+                    if o >= final_hw and last2[0]["time"] > t + staleness_ns:
+                        add(key, "beyond-final-hw", int(last2[1]["time"]), int(row), {
+                            "final_hw": final_hw,
+                            "samples": last2,
+                        })
+    out = list(groups.values())
+    for g in out:
+        g["ops"] = sorted(set(g["ops"]))
+        g["value"], g["offset"] = g["values"][0], g["offsets"][0]
+    return out
+
+
+def conformance(
+    state_samples: list[dict[str, Any]],
+    sends: pa.Table,
+    polls: pa.Table,
+    config: RunConfig | None,
+    *,
+    staleness_ns: int = DEFAULT_STALENESS_NS,
+) -> dict[str, list[dict[str, Any]]]:
+    """Every conformance anomaly of a run, by name (see the module docstring).
+
+    `config` may be a `RunConfig`, a resolved scenario dict, or None (then Kafka's defaults: unclean
+    election off, and the acks=all check is skipped because acks are unknown).
+    """
+    cfg, known = RunConfig.coerce(config)
+    by_key = _clean(state_samples)
+    return {
+        "leader-outside-isr-elr": leader_outside_isr_elr(by_key, cfg),
+        "leader-epoch-regression": leader_epoch_regression(by_key, staleness_ns),
+        "ack-below-min-isr": ack_below_min_isr(by_key, sends, cfg, known, staleness_ns),
+        "vanished-read": vanished_read(by_key, polls, staleness_ns),
+    }
