@@ -2,8 +2,8 @@
 
 The Spark job (spark/job.py) sends each key's rows — ok polls and every send, as one narrow table — to one
 partition, and runs `analyse_batches` there through `mapInArrow`. This module imports neither pyspark nor the
-rest of kafka-chaos, so Spark can ship it to executors by value (a cluster needs numpy and pyarrow, not
-kafka-chaos), and tests can run it without a JVM.
+rest of kafka-chaos, so Spark can ship it to executors by value (a cluster needs numpy, pandas and pyarrow
+— what PySpark's Arrow support needs anyway — not kafka-chaos), and tests can run it without a JVM.
 
 Input rows (`INPUT_SCHEMA`): `key`, `value`, `offset` (null when unknown), `src` (0 ok poll, 1 ok send,
 2 info send, 3 failed send), `op` (history index of the op).
@@ -25,8 +25,8 @@ Definitions (Jepsen's, jepsen.tests.kafka; DESIGN.md §4; the same as checker/ d
   `count` and the `values`.
 - **G1a** (aborted read): an ok poll record of a value whose writer failed; one instance per record.
 
-Everything is computed with two sorts per partition: rows by (key, value, op) for the per-value facts
-(read? who wrote it?), and log entries by (key, offset, value) for positions, both vectorised.
+Per partition: a hash factorisation of (key, value) for the per-value facts (read? who wrote it?), another
+of the log's (key, offset) with only the distinct offsets sorted for positions, and linear numpy passes.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -136,6 +137,61 @@ def _np(col: pa.ChunkedArray, null: int | None = None) -> _I64:
     return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
+def _codes(major: _I64, minor: _I64) -> tuple[_I64, int, int] | None:
+    """One int64 per (major, minor) pair, ordered like the pairs: major * span + (minor - lo); None if it
+    would overflow (then the caller sorts the pairs instead)."""
+    if not len(minor):
+        return np.zeros(0, dtype=np.int64), 1, 0
+    lo, hi = int(minor.min()), int(minor.max())
+    span = hi - lo + 1
+    top = int(major.max()) + 1 if len(major) else 1
+    if span >= 2**62 // max(top, 1):
+        return None
+    return major * np.int64(span) + (minor - np.int64(lo)), span, lo
+
+
+def _dense(major: _I64, minor: _I64, *, ordered: bool) -> tuple[_I64, _I64, _I64]:
+    """Dense ids of the distinct (major, minor) pairs: (id per element, major per id, minor per id).
+
+    A hash factorisation (linear); with `ordered`, ids follow the pairs' order (only the distinct pairs are
+    sorted, not the elements).
+    """
+    coded = _codes(major, minor)
+    if coded is None:  # values too spread for one int64: sort the pairs
+        order = np.lexsort((minor, major))
+        new = _group_starts(major[order], minor[order])
+        ids = np.empty(len(major), dtype=np.int64)
+        ids[order] = np.cumsum(new) - 1
+        firsts = order[new]
+        return ids, major[firsts], minor[firsts]
+    code, span, lo = coded
+    ids, uniq = pd.factorize(code, sort=ordered)
+    uniq = np.asarray(uniq, dtype=np.int64)
+    return np.asarray(ids, dtype=np.int64), uniq // span, uniq % span + lo
+
+
+def _member(values: _I64, wanted: _I64) -> _BOOL:
+    """`np.isin` for a few wanted values among many: one binary search per value, not a pass per wanted."""
+    if not len(wanted):
+        return np.zeros(len(values), dtype=bool)
+    w = np.unique(wanted)
+    at = np.minimum(np.searchsorted(w, values), len(w) - 1)
+    found: _BOOL = w[at] == values
+    return found
+
+
+def _rows_of(ids: _I64, wanted: _I64) -> dict[int, _I64]:
+    """Rows of each wanted id (a few ids; one linear pass)."""
+    if not len(wanted):
+        return {}
+    rows = np.flatnonzero(_member(ids, wanted))
+    order = np.argsort(ids[rows], kind="stable")
+    rows = rows[order]
+    starts = np.flatnonzero(_group_starts(ids[rows]))
+    ends = np.append(starts[1:], len(rows))
+    return {int(ids[rows[s]]): rows[s:e] for s, e in zip(starts.tolist(), ends.tolist(), strict=True)}
+
+
 def analyse_table(
     table: pa.Table,
     *,
@@ -154,17 +210,22 @@ def analyse_table(
     committed. An info send with an offset, whose own value was not read and whose op is not listed, is
     reported in a `#uncertain` row (its op) and treated as not committed: the job decides those ops with
     all the data and re-analyses the keys concerned.
+
+    Cost: a hash factorisation of (key, value) over all rows, another of the log's (key, offset) (only
+    the distinct offsets are sorted), a hash de-duplication of (offset, value) pairs; the rest is linear.
     """
     n = table.num_rows
     if n == 0:
         return FINDINGS_SCHEMA.empty_table()
     enc = pc.dictionary_encode(table.column("key")).combine_chunks()
     key_names: list[str] = enc.dictionary.to_pylist()
-    kid = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
     nkeys = len(key_names)
-    # Rank of each key by its name, so that instances are chosen and emitted in key-name order.
+    # Keys are handled by rank of name, so that instances are chosen and emitted in key-name order.
+    by_rank = np.argsort(np.array(key_names, dtype=object), kind="stable").astype(np.int64)  # rank → kid
     key_rank = np.empty(nkeys, dtype=np.int64)
-    key_rank[np.argsort(np.array(key_names, dtype=object), kind="stable")] = np.arange(nkeys)
+    key_rank[by_rank] = np.arange(nkeys)
+    names = [key_names[k] for k in by_rank.tolist()]  # by rank
+    krank = key_rank[np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)]
 
     val = _np(table.column("value"))
     off_col = table.column("offset").combine_chunks()
@@ -173,88 +234,91 @@ def analyse_table(
     src = _np(table.column("src"))
     op = _np(table.column("op"), -1)
     is_poll = src == SRC_POLL
-
-    # ---- A. Per (key, value) "pair": read? its writer (the send with the latest op). Sorted by key name,
-    # value, op. -------------------------------------------------------------------------------------------
-    order_a = np.lexsort((op, val, key_rank[kid]))
-    kid_a, val_a, src_a = kid[order_a], val[order_a], src[order_a]
-    new_a = _group_starts(kid_a, val_a)
-    gstart = np.flatnonzero(new_a)
-    gend = np.append(gstart[1:], n)
-    ngroups = len(gstart)
-    gid_a = np.cumsum(new_a) - 1
-    g_kid, g_val = kid_a[gstart], val_a[gstart]
-    read = np.bincount(gid_a[src_a == SRC_POLL], minlength=ngroups) > 0
-    gid = np.empty(n, dtype=np.int64)
-    gid[order_a] = gid_a
-    send_a = np.flatnonzero(src_a != SRC_POLL)
-    writer_pos = np.full(ngroups, -1, dtype=np.int64)
-    np.maximum.at(writer_pos, gid_a[send_a], send_a)
-    writer_row = np.where(writer_pos >= 0, order_a[np.maximum(writer_pos, 0)], -1)
-    writer_src = np.where(writer_row >= 0, src[np.maximum(writer_row, 0)], -1)
-
-    # Must-have-committed, per row.
     is_info = src == SRC_INFO
-    info_read_ops = np.unique(op[is_info & read[gid]])
-    if committed_info_ops is not None and len(committed_info_ops):
-        info_read_ops = np.union1d(info_read_ops, committed_info_ops)
-    committed = (src == SRC_OK) | (is_info & np.isin(op, info_read_ops))
-    uncertain = is_info & has_off & ~committed
-    writer_committed = (writer_row >= 0) & committed[np.maximum(writer_row, 0)]
 
-    # ---- B. The version order: log entries (ok polls, committed sends with an offset) by key, offset,
-    # value. ----------------------------------------------------------------------------------------------
-    in_log = has_off & (is_poll | committed)
-    log_rows = np.flatnonzero(in_log)
-    order_b = log_rows[np.lexsort((gid[log_rows], off[log_rows], kid[log_rows]))]
-    kid_b, off_b, gid_b = kid[order_b], off[order_b], gid[order_b]
-    t_rows = np.flatnonzero(_group_starts(kid_b, off_b, gid_b))  # first row of each distinct entry
-    t_kid, t_off, t_gid = kid_b[t_rows], off_b[t_rows], gid_b[t_rows]
-    new_offset = _group_starts(t_kid, t_off)
-    pos_global = np.cumsum(new_offset) - 1
-    t_pos = pos_global - np.maximum.accumulate(np.where(_group_starts(t_kid), pos_global, 0))
-    first_pos = np.full(ngroups, _NONE, dtype=np.int64)
-    np.minimum.at(first_pos, t_gid, t_pos)
-    first_pos[first_pos == _NONE] = -1
+    # ---- A. Per (key, value) pair: read? its writer (the send with the latest op). -----------------------
+    gid, g_rank, g_val = _dense(krank, val, ordered=False)
+    ngroups = len(g_rank)
+    read = np.bincount(gid[is_poll], minlength=ngroups) > 0
+    send_rows = np.flatnonzero(~is_poll)
+    writer_op = np.full(ngroups, np.iinfo(np.int64).min, dtype=np.int64)
+    np.maximum.at(writer_op, gid[send_rows], op[send_rows])
+    latest = send_rows[op[send_rows] == writer_op[gid[send_rows]]]
+    writer_row = np.full(ngroups, -1, dtype=np.int64)
+    np.maximum.at(writer_row, gid[latest], latest)
+    has_writer = writer_row >= 0
+    writer_src = np.where(has_writer, src[np.maximum(writer_row, 0)], -1)
+
+    # Must-have-committed, per row: ok, or info whose op had a value read.
+    committed = src == SRC_OK
+    info_rows = np.flatnonzero(is_info)
+    uncertain_rows = info_rows[:0]
+    if len(info_rows):
+        read_ops = np.unique(op[info_rows[read[gid[info_rows]]]])
+        if committed_info_ops is not None and len(committed_info_ops):
+            read_ops = np.union1d(read_ops, committed_info_ops)
+        committed[info_rows] = _member(op[info_rows], read_ops)
+        uncertain_rows = info_rows[has_off[info_rows] & ~committed[info_rows]]
+    writer_committed = has_writer & committed[np.maximum(writer_row, 0)]
+
+    # ---- B. The version order: log entries (ok polls, committed sends with an offset). Positions are the
+    # ranks of the distinct (key, offset) pairs within their key. ------------------------------------------
+    log_rows = np.flatnonzero(has_off & (is_poll | committed))
+    log_gid = gid[log_rows]
+    o_id, o_rank, o_off = _dense(krank[log_rows], off[log_rows], ordered=True)  # sorted by (key, offset)
+    n_off = len(o_rank)
+    o_key_start = np.flatnonzero(_group_starts(o_rank))
+    o_pos = np.arange(n_off, dtype=np.int64) - np.repeat(o_key_start, np.diff(np.append(o_key_start, n_off)))
+    row_pos = o_pos[o_id]
+    first_pos = np.full(ngroups, -1, dtype=np.int64)
+    if len(log_rows):
+        tmp = np.full(ngroups, _NONE, dtype=np.int64)
+        np.minimum.at(tmp, log_gid, row_pos)
+        first_pos = np.where(tmp == _NONE, -1, tmp)
     last_pos = np.full(ngroups, -1, dtype=np.int64)
-    np.maximum.at(last_pos, t_gid, t_pos)
-    offsets_per_g = np.bincount(t_gid, minlength=ngroups)
+    np.maximum.at(last_pos, log_gid, row_pos)
+    # Distinct (offset, value) entries of the log.
+    pair = np.asarray(pd.unique(o_id * np.int64(max(ngroups, 1)) + log_gid), dtype=np.int64)
+    e_off, e_gid = pair // max(ngroups, 1), pair % max(ngroups, 1)
+    values_at = np.bincount(e_off, minlength=n_off)
+    offsets_of = np.bincount(e_gid, minlength=ngroups)
 
     # lost-write: per key, bound = the highest first position of a value read; values whose last position
     # is ≤ bound, never read, written by a committed send.
     bound = np.full(nkeys, -1, dtype=np.int64)
-    np.maximum.at(bound, g_kid[read], first_pos[read])
-    lost = writer_committed & ~read & (last_pos >= 0) & (last_pos <= bound[g_kid])
-    duplicate = offsets_per_g > 1
+    np.maximum.at(bound, g_rank[read], first_pos[read])
+    lost = writer_committed & ~read & (last_pos >= 0) & (last_pos <= bound[g_rank])
+    duplicate = offsets_of > 1
+    inconsistent = values_at > 1
     # unseen and G1a are per row: ok sends never read; ok poll records of a value whose writer failed.
-    unseen_a = np.flatnonzero((src_a == SRC_OK) & ~read[gid_a])
-    g1a_a = np.flatnonzero((src_a == SRC_POLL) & (writer_src[gid_a] == SRC_FAIL))
-    o_start = np.flatnonzero(new_offset)
-    o_end = np.append(o_start[1:], len(t_rows))
-    o_inconsistent = (o_end - o_start) > 1
+    unseen_rows = np.flatnonzero((src == SRC_OK) & ~read[gid])
+    g1a_rows = np.flatnonzero(is_poll & (writer_src[gid] == SRC_FAIL))
 
-    # ---- Per-key statistics (exact counts). -------------------------------------------------------------
-    def per_key(kids: _I64) -> _I64:
-        return np.bincount(kids, minlength=nkeys).astype(np.int64)
+    # ---- Per-key statistics (exact counts), by key rank. ------------------------------------------------
+    def per_key(ranks: _I64) -> _I64:
+        return np.bincount(ranks, minlength=nkeys).astype(np.int64)
 
     max_offset = np.full(nkeys, -1, dtype=np.int64)
-    np.maximum.at(max_offset, kid[in_log], off[in_log])
+    if n_off:
+        last_of_key = np.append(o_key_start[1:], n_off) - 1
+        max_offset[o_rank[last_of_key]] = o_off[last_of_key]
     stats = {
-        "sends": per_key(kid[~is_poll]),
-        "sends_ok": per_key(kid[src == SRC_OK]),
-        "sends_info": per_key(kid[is_info]),
-        "sends_fail": per_key(kid[src == SRC_FAIL]),
-        "poll_records": per_key(kid[is_poll]),
-        "values_read": per_key(g_kid[read]),
-        "positions": per_key(t_kid[new_offset]),
+        "sends": per_key(krank[~is_poll]),
+        "sends_ok": per_key(krank[src == SRC_OK]),
+        "sends_info": per_key(krank[is_info]),
+        "sends_fail": per_key(krank[src == SRC_FAIL]),
+        "poll_records": per_key(krank[is_poll]),
+        "values_read": per_key(g_rank[read]),
+        "positions": per_key(o_rank),
         "max_offset": max_offset,
-        "lost-write": per_key(g_kid[lost]),
-        "unseen": per_key(kid_a[unseen_a]),
-        "duplicate": per_key(g_kid[duplicate]),
-        "inconsistent-offsets": per_key(t_kid[o_start[o_inconsistent]]),
-        "G1a": per_key(kid_a[g1a_a]),
+        "lost-write": per_key(g_rank[lost]),
+        "unseen": per_key(krank[unseen_rows]),
+        "duplicate": per_key(g_rank[duplicate]),
+        "inconsistent-offsets": per_key(o_rank[inconsistent]),
+        "G1a": per_key(krank[g1a_rows]),
     }
 
+    # ---- Instances: the `cap` smallest of each kind (only these few are looked at row by row). ----------
     out: dict[str, list[Any]] = {f.name: [] for f in FINDINGS_SCHEMA}
 
     def emit(kind: str, key: str, **fields: Any) -> None:
@@ -263,68 +327,60 @@ def analyse_table(
         for name in FINDINGS_SCHEMA.names[2:]:
             out[name].append(fields.get(name))
 
-    op_a = op[order_a]
+    def smallest(groups: _I64) -> _I64:
+        return groups[np.lexsort((g_val[groups], g_rank[groups]))][:cap]
 
-    def group_ops(g: int, keep: tuple[int, ...]) -> list[int]:
-        s, e = int(gstart[g]), int(gend[g])
-        rows = np.isin(src_a[s:e], keep)
-        return sorted(set(op_a[s:e][rows].tolist()))
+    lost_g = smallest(np.flatnonzero(lost))
+    dup_g = smallest(np.flatnonzero(duplicate))
+    rows_of = _rows_of(gid, np.concatenate([lost_g, dup_g]))
 
-    # Pairs are in (key name, value) order already, so the first `cap` of a mask are the smallest.
-    for g in np.flatnonzero(lost)[:cap].tolist():
+    for g in lost_g.tolist():
         w = int(writer_row[g])
-        emit("lost-write", key_names[g_kid[g]], value=int(g_val[g]),
+        emit("lost-write", names[g_rank[g]], value=int(g_val[g]),
              offset=int(off[w]) if has_off[w] else None, index=int(first_pos[g]),
-             bound=int(bound[g_kid[g]]), ops=[int(op[w])])
+             bound=int(bound[g_rank[g]]), ops=[int(op[w])])
 
-    if len(unseen_a):
-        u_kid = kid_a[unseen_a]
-        u_start = np.flatnonzero(_group_starts(u_kid))
-        u_end = np.append(u_start[1:], len(unseen_a))
+    if len(unseen_rows):
+        u = unseen_rows[np.lexsort((op[unseen_rows], val[unseen_rows], krank[unseen_rows]))]
+        u_start = np.flatnonzero(_group_starts(krank[u]))
+        u_end = np.append(u_start[1:], len(u))
         for s, e in zip(u_start[:cap].tolist(), u_end[:cap].tolist(), strict=True):
-            rows = unseen_a[s : min(e, s + max_values)]
-            emit("unseen", key_names[u_kid[s]], count=e - s, values=val_a[rows].tolist(),
-                 ops=op_a[rows].tolist())
+            rows = u[s : min(e, s + max_values)]
+            emit("unseen", names[krank[u[s]]], count=e - s, values=val[rows].tolist(), ops=op[rows].tolist())
 
-    dup_g = np.flatnonzero(duplicate)[:cap]
     if len(dup_g):
-        in_dup = np.isin(t_gid, dup_g)
-        d_gid, d_off, d_pos = t_gid[in_dup], t_off[in_dup], t_pos[in_dup]
-        d_order = np.lexsort((d_off, d_gid))
-        d_gid, d_off, d_pos = d_gid[d_order], d_off[d_order], d_pos[d_order]
-        d_start = np.flatnonzero(_group_starts(d_gid))
-        d_end = np.append(d_start[1:], len(d_gid))
-        for g, s, e in zip(dup_g.tolist(), d_start.tolist(), d_end.tolist(), strict=True):
-            emit("duplicate", key_names[g_kid[g]], value=int(g_val[g]), count=e - s,
-                 offsets=d_off[s:e].tolist(), indexes=d_pos[s:e].tolist(),
-                 ops=group_ops(g, (SRC_POLL, SRC_OK, SRC_INFO, SRC_FAIL)))
+        in_dup = _member(e_gid, dup_g)
+        d_gid, d_off = e_gid[in_dup], e_off[in_dup]
+        for g in dup_g.tolist():
+            offs = np.sort(d_off[d_gid == g])
+            emit("duplicate", names[g_rank[g]], value=int(g_val[g]), count=len(offs),
+                 offsets=o_off[offs].tolist(), indexes=o_pos[offs].tolist(),
+                 ops=sorted(set(op[rows_of[g]].tolist())))
 
-    inc = np.flatnonzero(o_inconsistent)
+    inc = np.flatnonzero(inconsistent)[:cap]  # (key, offset) groups are sorted already
     if len(inc):
-        inc_kid = t_kid[o_start[inc]]
-        inc = inc[np.lexsort((t_off[o_start[inc]], key_rank[inc_kid]))][:cap]
-        row_end = np.append(t_rows, len(order_b))
+        in_inc = _member(e_off, inc)
+        i_off, i_gid = e_off[in_inc], e_gid[in_inc]
+        inc_rows = _rows_of(o_id, inc)
         for i in inc.tolist():
-            s, e = int(o_start[i]), int(o_end[i])
-            rows = order_b[t_rows[s] : row_end[e]]  # every log row at this (key, offset)
-            emit("inconsistent-offsets", key_names[t_kid[s]], offset=int(t_off[s]), index=int(t_pos[s]),
-                 values=sorted(g_val[t_gid[s:e]].tolist()), count=e - s, ops=sorted(set(op[rows].tolist())))
+            emit("inconsistent-offsets", names[o_rank[i]], offset=int(o_off[i]), index=int(o_pos[i]),
+                 values=sorted(g_val[i_gid[i_off == i]].tolist()), count=int(values_at[i]),
+                 ops=sorted(set(op[log_rows[inc_rows[i]]].tolist())))
 
-    if len(g1a_a):
-        off_a = off[order_a]
-        g1a_sorted = g1a_a[np.lexsort((op_a[g1a_a], off_a[g1a_a], val_a[g1a_a], key_rank[kid_a[g1a_a]]))]
-        for r in g1a_sorted[:cap].tolist():
-            w = int(writer_row[gid_a[r]])
-            emit("G1a", key_names[kid_a[r]], value=int(val_a[r]), offset=int(off[order_a[r]]),
-                 ops=[int(op[w]), int(op_a[r])])
+    if len(g1a_rows):
+        r_sorted = g1a_rows[np.lexsort((op[g1a_rows], off[g1a_rows], val[g1a_rows], krank[g1a_rows]))]
+        for r in r_sorted[:cap].tolist():
+            w = int(writer_row[gid[r]])
+            emit("G1a", names[krank[r]], value=int(val[r]), offset=int(off[r]), ops=[int(op[w]), int(op[r])])
 
-    if uncertain.any():
-        for k in np.unique(kid[uncertain]).tolist():
-            emit(KIND_UNCERTAIN, key_names[k], ops=np.unique(op[uncertain & (kid == k)]).tolist())
+    if len(uncertain_rows):
+        for k in np.unique(krank[uncertain_rows]).tolist():
+            ops = np.unique(op[uncertain_rows[krank[uncertain_rows] == k]])
+            emit(KIND_UNCERTAIN, names[k], ops=ops.tolist())
 
     stat_matrix = np.stack([stats[name] for name in KEY_STATS], axis=1)
-    for k in np.argsort(key_rank).tolist():
-        emit(KIND_KEY, key_names[k], stats=stat_matrix[k].tolist())
+    for k in range(nkeys):
+        emit(KIND_KEY, names[k], stats=stat_matrix[k].tolist())
 
     return pa.Table.from_pydict(out, schema=FINDINGS_SCHEMA)
 
