@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from faults.kinds import HEAL_NAMES, LINK_FAULTS, Fault, LinkFault, NodeFault, PartitionFault
 from faults.link import LinkFaults
 from faults.schedule import PlannedFault
-from faults.targets import Cluster, resolve
+from faults.targets import Cluster, TargetError, resolve
 
 
 class Recorder(Protocol):
@@ -80,8 +80,7 @@ class Nemesis:
                              if p.kind == "partition" else {"target": p.target})
         try:
             brokers_only = p.kind in ("kill", "stop", "pause") or p.kind in LINK_FAULTS
-            nodes = resolve(p.target, self.cluster, self.topic, self.rng, brokers_only=brokers_only,
-                            previous=self._previous)
+            nodes = self._resolve_live(p, brokers_only)
             fault = self._fault(p)
             value = fault.start(nodes)
             self._previous = nodes
@@ -95,6 +94,18 @@ class Nemesis:
         self._active[i] = (fault, nodes)
         self.recorder.record("nemesis", "info", p.kind, value)
         return True
+
+    def _resolve_live(self, p: PlannedFault, brokers_only: bool, patience_s: float = 15.0) -> list[int]:
+        """Resolve the target; `leader`/`follower` are re-read until they name running nodes, because the
+        metadata keeps naming a dead leader until the controller fences it (broker session timeout)."""
+        deadline = self.clock() + patience_s
+        while True:
+            nodes = resolve(p.target, self.cluster, self.topic, self.rng, brokers_only=brokers_only,
+                            previous=self._previous)
+            if p.target not in ("leader", "follower") or all(self.cluster.nodes[n].running() for n in nodes):
+                return nodes
+            if self.clock() > deadline or self._stop.wait(0.5):
+                raise TargetError(f"`{p.target}` named stopped nodes {nodes} for {patience_s:.0f}s")
 
     def _heal(self, i: int) -> None:
         fault, nodes = self._active.pop(i)

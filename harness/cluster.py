@@ -244,6 +244,9 @@ class KafkaNode:
         self.container.reload()
         return str(self.container.status)
 
+    def running(self) -> bool:
+        return self.status() == "running"
+
     def kill(self) -> None:
         """SIGKILL: no controlled shutdown, no flush; the data volume stays."""
         self._drop_sidecar()
@@ -482,14 +485,20 @@ class KafkaCluster:
     ) -> None:
         from confluent_kafka.admin import AdminClient, NewTopic
 
+        from confluent_kafka import KafkaError, KafkaException
+
         admin = AdminClient(self.admin_config())
-        futures = admin.create_topics(
-            [NewTopic(name, num_partitions=partitions, replication_factor=replication_factor, config=configs or {})]
-        )
-        try:
-            futures[name].result(timeout=30)
-        except Exception as err:
-            raise ClusterError(f"creating topic {name!r} failed: {err}") from None
+        new = NewTopic(name, num_partitions=partitions, replication_factor=replication_factor, config=configs or {})
+        for attempt in range(3):  # a controller that just took over can time the first request out
+            try:
+                admin.create_topics([new], request_timeout=20)[name].result(timeout=30)
+                break
+            except KafkaException as err:
+                code = err.args[0].code() if err.args else None
+                if code == KafkaError.TOPIC_ALREADY_EXISTS and attempt > 0:
+                    break
+                if code not in (KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT) or attempt == 2:
+                    raise ClusterError(f"creating topic {name!r} failed: {err}") from None
         self.wait_for_isr(name, replication_factor)
 
     def partition_states(self, topic: str) -> list[PartitionState]:

@@ -8,13 +8,18 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FuturesTimeout
 from pathlib import Path
+from typing import TypeVar
 
 import orjson
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from harness.state import StateReader
 from workloads.recorder import client_logger
+
+T = TypeVar("T")
 
 
 class Observer:
@@ -34,28 +39,37 @@ class Observer:
         self._thread.join(timeout=15)
 
     def _run(self) -> None:
-        reader = StateReader(self.bootstrap, timeout_ms=2000)
         consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "kafka-chaos-observer",
                              "enable.auto.commit": False, "socket.timeout.ms": 2000,
                              "logger": client_logger()})
+        # Reads run on a worker with a deadline: a call stuck on a dead or frozen broker must not stall the
+        # samples (a stuck reader is abandoned and a fresh one used for the next sample).
+        pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="observer-read")
+        self._reader = StateReader(self.bootstrap, timeout_ms=1500)
         with self.path.open("ab") as out:
             try:
                 while not self._stop.wait(self.interval_s):
-                    self._sample(reader, consumer, out)
+                    self._sample(pool, consumer, out)
             finally:
                 consumer.close()
-                reader.close()
+                self._reader.close()
+                pool.shutdown(wait=False, cancel_futures=True)
 
-    def _sample(self, reader: StateReader, consumer: Consumer, out: object) -> None:
-        time_ns = self.clock()
+    def _read(self, pool: ThreadPoolExecutor, fn: Callable[[], T], timeout_s: float = 2.0) -> T | None:
         try:
-            states = {s.partition: s for s in reader.describe(self.topic)}
+            return pool.submit(fn).result(timeout=timeout_s)
+        except FuturesTimeout:
+            self._reader = StateReader(self.bootstrap, timeout_ms=1500)
+            return None
         except Exception:
-            states = {}
-        try:
-            controller = reader.quorum_leader()
-        except Exception:
-            controller = None
+            return None
+
+    def _sample(self, pool: ThreadPoolExecutor, consumer: Consumer, out: object) -> None:
+        reader = self._reader
+        described = self._read(pool, lambda: reader.describe(self.topic))
+        states = {s.partition: s for s in described or []}
+        controller = self._read(pool, reader.quorum_leader)
+        time_ns = self.clock()  # when the state was read, not when the sample began
         lines = []
         for p in range(self.partitions):
             s = states.get(p)

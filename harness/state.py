@@ -67,8 +67,8 @@ class StateReader:
                         raise
         raise AssertionError("unreachable")
 
-    def describe(self, topic: str) -> list[PartitionState]:
-        result = self._call("describe_topic_partitions", [topic])
+    def describe(self, topic: str, attempts: int = 3) -> list[PartitionState]:
+        result = self._call("describe_topic_partitions", [topic], attempts=attempts)
         states: list[PartitionState] = []
         for t in result["topics"]:
             if t["error_code"]:
