@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -59,6 +60,13 @@ def test_acks1_isolated_leader_loses_acknowledged_writes(chaos_run) -> None:
     # the partition and its heal are in the history, in order
     fs = [(e["f"], e["type"]) for e in events if e["process"] == "nemesis"]
     assert fs == [("partition", "invoke"), ("partition", "info"), ("heal", "invoke"), ("heal", "info")]
+    # the real run's report in a real browser: loads cleanly, verdict and lost-write rows present
+    from tests.unit.report.test_chromium import check_report_in_browser
+
+    assert shutil.which("chromium"), "make setup installs Debian's chromium for this check"
+    dom = check_report_in_browser(result.run_dir / "report.html").dom
+    assert 'data-anomaly="lost-write"' in dom and 'class="anomaly-row"' in dom
+    assert (result.run_dir / "report.png").stat().st_size > 20_000
 
 
 NODE_FAULTS = {
