@@ -84,13 +84,13 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def run_measured(label: str, cmd: list[str], env: dict[str, str] | None = None) -> Measure:
+def run_measured(label: str, cmd: list[str], ok_codes: tuple[int, ...] = (0,)) -> Measure:
     """Run `cmd`, polling the process tree's memory and CPU time (every process's last sample, summed);
     wall time from outside."""
     m = Measure(label)
     started = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, **(env or {})}, cwd=ROOT)
+                            cwd=ROOT)
     stop = threading.Event()
     cpu: dict[int, float] = {}
 
@@ -121,7 +121,7 @@ def run_measured(label: str, cmd: list[str], env: dict[str, str] | None = None) 
     m.output = proc.stdout.read() if proc.stdout else ""
     err = proc.stderr.read() if proc.stderr else ""
     code = os.waitstatus_to_exitcode(status)
-    if code not in (0, 1):  # 1: the job found anomalies (not valid), as expected
+    if code not in ok_codes:
         m.ok = False
         m.extra["error"] = err.strip().splitlines()[-3:]
     return m
@@ -246,47 +246,50 @@ def main() -> int:
         console.print(f"[bold]{records:,} produced records[/] ({total_rows:,} rows with polls, "
                       f"{du_mb(run):,.0f} MB Parquet, generated in {gen_s:.1f} s); "
                       f"load {os.getloadavg()[0]:.1f}")
-        measures: list[Measure] = []
+
+        def report(m: Measure, records: int = records) -> None:
+            rows_out.append((records, m, os.getloadavg()[0]))
+            console.print(f"  {m.label}: {m.wall:.1f} s wall, {m.cpu:.1f} s CPU, "
+                          f"{records / m.wall:,.0f} records/s; peak JVM {m.jvm_peak_mb:,.0f} MB, "
+                          f"Python worker {m.python_worker_peak_mb:,.0f} MB, "
+                          f"driver {m.driver_peak_mb:,.0f} MB, tree {m.tree_peak_mb:,.0f} MB; "
+                          f"{json.dumps(m.extra)}; load {os.getloadavg()[0]:.1f}")
+
         job = run_measured("spark job", [py, "-m", "spark.job", str(run), "--master", args.master,
                                          "--driver-memory", args.driver_memory, "--no-progress",
-                                         "--max-instances", "1000"])
+                                         "--max-instances", "1000"],
+                           ok_codes=(0, 1))  # 1: the job found anomalies (not valid), as seeded
         if job.ok:
             result = json.loads(job.output)
             job.extra["exact"] = result["anomaly_counts"] == manifest["expected"]["anomaly_counts"]
             job.extra["counts"] = result["anomaly_counts"]
-        measures.append(job)
+        report(job)
         if records <= args.checker_max:
             chk = run_measured("checker.analyse", [py, __file__, "--_checker", str(run)])
             if chk.ok:
                 counts = json.loads(chk.output)["anomaly_counts"]
                 five = {k: v for k, v in counts.items() if k in manifest["expected"]["anomaly_counts"]}
                 chk.extra["exact"] = five == manifest["expected"]["anomaly_counts"]
-            measures.append(chk)
+            report(chk)
         if records <= args.plain_max:
             plain = run_measured("3 plain queries",
                                  [py, __file__, "--_plain", str(run), "--master", args.master])
             if plain.ok:
                 plain.extra.update(json.loads(plain.output))
-            measures.append(plain)
-        load_after = os.getloadavg()[0]
-        for m in measures:
-            rows_out.append((records, m, load_after))
-            console.print(f"  {m.label}: {m.wall:.1f} s wall, {m.cpu:.1f} s CPU, "
-                          f"{records / m.wall:,.0f} records/s; peak JVM {m.jvm_peak_mb:,.0f} MB, "
-                          f"Python worker {m.python_worker_peak_mb:,.0f} MB, "
-                          f"driver {m.driver_peak_mb:,.0f} MB, tree {m.tree_peak_mb:,.0f} MB; "
-                          f"{json.dumps(m.extra)}")
+            report(plain)
 
     table = Table(title=f"Reconciliation on {args.master} (wall / CPU seconds)")
     for col in ("records", "engine", "wall s", "CPU s", "records/s", "peak JVM MB", "peak worker MB",
-                "vs spark job (wall)", "exact", "load after"):
+                "÷ spark job (wall)", "÷ spark job (CPU)", "exact", "load after"):
         table.add_column(col, justify="right")
-    by_size: dict[int, float] = {r: m.wall for r, m, _ in rows_out if m.label == "spark job"}
+    jobs = {r: m for r, m, _ in rows_out if m.label == "spark job" and m.ok}
     for records, m, load in rows_out:
-        ratio = m.wall / by_size[records] if records in by_size and m.ok else float("nan")
+        ok = records in jobs and m.ok
+        wall = f"{m.wall / jobs[records].wall:.2f}×" if ok else "-"
+        cpu = f"{m.cpu / jobs[records].cpu:.2f}×" if ok and jobs[records].cpu else "-"
         table.add_row(f"{records:,}", m.label, f"{m.wall:.1f}", f"{m.cpu:.1f}", f"{records / m.wall:,.0f}",
-                      f"{m.jvm_peak_mb:,.0f}", f"{m.python_worker_peak_mb:,.0f}", f"{ratio:.2f}×",
-                      str(m.extra.get("exact", "")), f"{load:.1f}")
+                      f"{m.jvm_peak_mb:,.0f}", f"{m.python_worker_peak_mb:,.0f}", wall, cpu,
+                      str(m.extra.get("exact", "") if m.ok else "failed"), f"{load:.1f}")
     console.print(table)
     return 0
 

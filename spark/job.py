@@ -3,28 +3,35 @@
 Usage: `python -m spark.job RUN_DIR... [--master URL] [--out DIR]`, or the same file under `spark-submit`
 (`spark-submit spark/job.py RUN_DIR...`, master and memory then come from spark-submit).
 
-The plan — one scan of each table, one shuffle, one pass of numpy per partition:
+The plan — one scan of each table, one shuffle, one vectorised pass per partition:
 
 1. **Scan** every run's `sends` and `polls` once, reading only `key, value, offset, type, op_index`
    (Parquet column pruning), and project them into one narrow union (`kernel.INPUT_SCHEMA`): ok poll records
-   and all sends, `src` telling which. With several runs, keys are prefixed `<run id>/`.
-2. **Shuffle once**: `repartition(P, "key")` puts every row of a key into one partition. This is the only
-   exchange in the plan: no join of sends with polls, no groupBy per anomaly, no window — those would each
-   shuffle the whole history again (the plain three-query approach shuffles it five or six times).
+   and all sends, `src` telling which. With several runs, keys are prefixed `<run id>/` and op indexes are
+   shifted per run, so runs never mix.
+2. **Shuffle once**: `repartition("key")` puts every row of a key into one partition. This is the only
+   exchange of the history in the plan: no join of sends with polls, no groupBy per anomaly, no window —
+   the plain way (one query per anomaly) scans each table once per query and shuffles the history five or
+   six times (distinct, dense_rank window, joins, groupBys).
 3. **Analyse per partition** with `mapInArrow(kernel.analyse_batches)`: Arrow batches go straight into numpy
-   (no pandas, no per-row Python); two vectorised sorts per partition give every anomaly at once — per
-   (key, value): read? sent ok? failed? and per (key, offset): the dense positions of the version order.
-   Each partition emits at most `max_instances` instances per anomaly (its smallest) and one row of exact
-   counts per key.
+   (no per-row Python): a hash factorisation of (key, value) gives the per-value facts (read? its writer?),
+   one of (key, offset) with only the distinct offsets sorted gives the dense positions of the version
+   order, and every anomaly follows from linear passes over those. Each partition emits at most
+   `max_instances` instances per anomaly (its smallest) and one row of exact counts per key.
 4. **Collect** only those capped instances and per-key counts (`toArrow`), in the same job; the driver keeps
    the smallest `max_instances` per anomaly and sums the counts. Nothing is cached: the plan is a single
    pass, so there is nothing to reuse.
+5. Rarely, a partition cannot decide whether an *info* send with a known offset committed (Jepsen: it did if
+   its op had any value read, and that value may live in another key's partition). Those ops come back
+   as `#uncertain` rows; only then a second, small job looks them up (a broadcast semi-join of the run's
+   sends of those ops with its polls) and re-analyses just the keys concerned.
 
-P: by default the shuffle is hash-partitioned into 256 partitions and adaptive query execution coalesces
-neighbours up to 64 MiB of shuffle data (keeping at least one per core), so a partition's rows stay a few
-million whatever the input's size, and a Python worker needs a few hundred MiB; `shuffle_partitions` fixes
-P instead. Bound: one key's rows must fit in one Python worker's memory (about 60 bytes a row while
-sorting), which holds for Kafka partitions of well over 10^7 records.
+Partitions: by default the shuffle is hash-partitioned into 200 (the most that keeps Spark's bypass-merge
+shuffle writer, several times faster than the sorting one) and adaptive query execution coalesces
+neighbours up to 64 MiB of shuffle data, keeping at least one per core; a partition's rows stay a few
+million whatever the input's size. `shuffle_partitions` fixes the number instead. Bound: one key's rows
+must fit in one Python worker's memory (about 100 bytes a row while factorising), which holds for Kafka
+partitions of well over 10^7 records.
 """
 
 from __future__ import annotations
