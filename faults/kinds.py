@@ -23,7 +23,8 @@ HEAL_NAMES = {"kill": "restart", "stop": "start", "pause": "resume", "partition"
 
 
 class Fault(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def start(self, nodes: list[int]) -> dict[str, Any]: ...
     def heal(self, nodes: list[int]) -> dict[str, Any]: ...

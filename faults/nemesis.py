@@ -54,7 +54,7 @@ class Nemesis:
         if p.kind in LINK_FAULTS:
             if self.links is None:
                 raise RuntimeError(f"{p.kind} needs Toxiproxy (cluster.toxiproxy = true)")
-            return LinkFault(p.kind, self.links, p.params)  # type: ignore[arg-type]
+            return LinkFault(p.kind, self.links, p.params)  # type: ignore[arg-type]  # narrowed by LINK_FAULTS
         raise ValueError(f"unknown fault kind {p.kind!r}")
 
     def start(self) -> None:

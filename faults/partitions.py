@@ -26,8 +26,8 @@ def grudge(shape: Shape, nodes: list[int], targets: list[int], rng: random.Rando
         return complete_grudge([sorted(targets), rest])
     if shape == "one-way":
         # targets hear nothing from the others; the others still hear the targets
-        rest = {n for n in nodes if n not in targets}
-        return {t: set(rest) for t in targets}
+        others = {n for n in nodes if n not in targets}
+        return {t: set(others) for t in targets}
     shuffled = nodes[:]
     rng.shuffle(shuffled)
     half = len(shuffled) // 2

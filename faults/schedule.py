@@ -39,8 +39,8 @@ class FaultGenerator(_Strict):
     """Every `every_s` from `start_s`: a kind, target and shape drawn from the lists with the run's seed."""
 
     kinds: list[FaultKind] = Field(min_length=1)
-    targets: list[Target] = Field(default_factory=lambda: ["leader"], min_length=1)
-    shapes: list[Shape] = Field(default_factory=lambda: ["isolate"], min_length=1)
+    targets: list[Target] = Field(default_factory=lambda: list[Target](["leader"]), min_length=1)
+    shapes: list[Shape] = Field(default_factory=lambda: list[Shape](["isolate"]), min_length=1)
     start_s: float = Field(3, ge=0)
     every_s: float = Field(10, gt=0)
     duration_s: float = Field(5, gt=0)

@@ -18,7 +18,9 @@ from rich.table import Table
 
 from harness.errors import KafkaChaosError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="Jepsen-style chaos testing for real Kafka clusters.")
+app = typer.Typer(
+    add_completion=False, no_args_is_help=True, help="Jepsen-style chaos testing for real Kafka clusters."
+)
 image_app = typer.Typer(no_args_is_help=True, help="Build or pull the Kafka and Toxiproxy images.")
 cluster_app = typer.Typer(no_args_is_help=True, help="Start, inspect and remove clusters by hand.")
 app.add_typer(image_app, name="image")
@@ -233,7 +235,9 @@ def campaign(
 
     summary = run_campaign(campaign_file, out=out, fresh=fresh, console=console)
     cdir = out / "campaigns" / summary["campaign_id"]
-    console.print(f"{summary['done']}/{summary['total']} runs, {summary['failed']} failed; index: {cdir / 'index.html'}")
+    console.print(
+        f"{summary['done']}/{summary['total']} runs, {summary['failed']} failed; index: {cdir / 'index.html'}"
+    )
     if summary["failed"]:
         raise typer.Exit(1)
 
@@ -295,7 +299,7 @@ def main() -> None:
             sys.exit(getattr(err, "exit_code", 2))
         if hasattr(err, "show") and isinstance(getattr(err, "exit_code", None), int):
             err.show()  # a usage error: click (vendored by typer) prints it the usual way
-            sys.exit(err.exit_code)
+            sys.exit(getattr(err, "exit_code", 2))
         raise
     if code == 130:
         err_console.print("[yellow]interrupted[/]: everything it started has been removed")

@@ -118,13 +118,13 @@ class Wait:
             except Exception as err:  # probes talk to brokers that may be down; keep the last reason
                 last_error = err
             time.sleep(self.interval_s)
-        err = ClusterError(
+        timeout = ClusterError(
             f"Timed out after {self.timeout_s:.0f}s waiting for {self.what}"
             + (f" (last error: {last_error})" if last_error else "")
         )
         if logs is not None:
-            err.add_note(logs())
-        raise err
+            timeout.add_note(logs())
+        raise timeout
 
 
 class KafkaNode:
@@ -275,7 +275,7 @@ class KafkaNode:
 
     def logs(self) -> str:
         try:
-            return bytes(self.container.logs()).decode(errors="replace")
+            return self.container.logs().decode(errors="replace")
         except docker.errors.APIError as err:
             return f"<logs of {self.name} unavailable: {err}>"
 
@@ -307,7 +307,8 @@ class KafkaNode:
             )
         code, out = self._sidecar.exec_run(["sh", "-c", script])
         if code != 0:
-            raise ClusterError(f"iptables on {self.name} failed ({code}): {out.decode(errors='replace')}")
+            text = out.decode(errors="replace") if isinstance(out, bytes) else ""
+            raise ClusterError(f"iptables on {self.name} failed ({code}): {text}")
 
     def _drop_sidecar(self) -> None:
         # A restarted container gets a new network namespace (and no rules); the old side-car would hold the
@@ -483,9 +484,8 @@ class KafkaCluster:
     def create_topic(
         self, name: str, partitions: int, replication_factor: int, configs: dict[str, str] | None = None
     ) -> None:
-        from confluent_kafka.admin import AdminClient, NewTopic
-
         from confluent_kafka import KafkaError, KafkaException
+        from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
         admin = AdminClient(self.admin_config())
         new = NewTopic(name, num_partitions=partitions, replication_factor=replication_factor, config=configs or {})
@@ -587,17 +587,17 @@ class Toxiproxy:
 
 def labelled(client: docker.DockerClient, run_id: str | None = None) -> dict[str, list[str]]:
     """Names of every container, network and volume kafka-chaos labelled (for one run, or all)."""
-    flt = {"label": f"{RUN_LABEL}={run_id}" if run_id else RUN_LABEL}
+    flt: dict[str, str | list[str] | bool] = {"label": f"{RUN_LABEL}={run_id}" if run_id else RUN_LABEL}
     return {
-        "containers": [c.name for c in client.containers.list(all=True, filters=flt)],
-        "networks": [n.name for n in client.networks.list(filters=flt)],
-        "volumes": [v.name for v in client.volumes.list(filters=flt)],
+        "containers": [str(c.name) for c in client.containers.list(all=True, filters=flt)],
+        "networks": [str(n.name) for n in client.networks.list(filters=flt)],
+        "volumes": [str(v.name) for v in client.volumes.list(filters=flt)],
     }
 
 
 def remove_labelled(client: docker.DockerClient, run_id: str | None = None) -> dict[str, list[str]]:
     """Remove what `labelled` lists: side-cars first (Podman refuses to remove a node they depend on)."""
-    flt = {"label": f"{RUN_LABEL}={run_id}" if run_id else RUN_LABEL}
+    flt: dict[str, str | list[str] | bool] = {"label": f"{RUN_LABEL}={run_id}" if run_id else RUN_LABEL}
     removed: dict[str, list[str]] = {"containers": [], "networks": [], "volumes": []}
     containers = client.containers.list(all=True, filters=flt)
     containers.sort(key=lambda c: c.labels.get(ROLE_LABEL) != "sidecar")

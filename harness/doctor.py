@@ -55,7 +55,9 @@ def run_checks(kafka_version: str = DEFAULT_KAFKA_VERSION) -> list[Check]:
         engine = f"{version.get('Components', [{}])[0].get('Name', 'engine')} {version.get('Version', '?')}"
         checks.append(Check("container engine", True, f"{engine} at {engine_url()}"))
     except EngineUnavailable as err:
-        checks.append(Check("container engine", False, str(err).split(" (")[0], f"make setup   # or: bash {SETUP_SCRIPT}"))
+        checks.append(
+            Check("container engine", False, str(err).split(" (")[0], f"make setup   # or: bash {SETUP_SCRIPT}")
+        )
         client = None
     if client is not None:
         for tag in (kafka_image(kafka_version), BASE_IMAGE, TOXIPROXY_IMAGE):

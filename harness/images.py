@@ -226,7 +226,9 @@ class BuiltImages:
     toxiproxy: str | None
 
 
-def build_all(version: str, log: Log, *, pull: bool = False, toxiproxy: bool = True, force: bool = False) -> BuiltImages:
+def build_all(
+    version: str, log: Log, *, pull: bool = False, toxiproxy: bool = True, force: bool = False
+) -> BuiltImages:
     client = docker_client()
     kafka = pull_kafka(client, version, log) if pull else build_kafka(client, version, log, force=force)
     if pull:

@@ -30,6 +30,7 @@ from harness.observer import Observer
 from harness.scenario import Scenario, load_scenario, parse_scenario, to_toml
 from workloads import ConsumerSettings, ConsumerWorkload, ProducerSettings, ProducerWorkload, final_drain
 
+
 @dataclass(frozen=True)
 class RunResult:
     run_id: str
@@ -143,8 +144,10 @@ def _execute(s: Scenario, cluster: KafkaCluster, topic: str, history: History, r
     nemesis = Nemesis(cluster, topic, plan(s.faults, s.duration_s, s.seed), history, s.seed, links=links)
 
     observer.start()
-    for part in (*consumers, *producers):
-        part.start()
+    for consumer in consumers:
+        consumer.start()
+    for producer in producers:
+        producer.start()
     nemesis.start()
     try:
         with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[stats]}"),

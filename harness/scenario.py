@@ -17,6 +17,7 @@ from faults.schedule import FaultsConfig
 from harness.errors import ScenarioError
 from harness.images import DEFAULT_KAFKA_VERSION
 
+
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -97,10 +98,10 @@ class Scenario(Strict):
     description: str = ""
     seed: int = 0
     duration_s: float = Field(30, gt=0, le=24 * 3600)
-    cluster: ClusterConfig = Field(default_factory=ClusterConfig)
-    topic: TopicConfig = Field(default_factory=TopicConfig)
-    workload: WorkloadConfig = Field(default_factory=WorkloadConfig)
-    faults: FaultsConfig = Field(default_factory=FaultsConfig)
+    cluster: ClusterConfig = Field(default_factory=lambda: ClusterConfig())
+    topic: TopicConfig = Field(default_factory=lambda: TopicConfig())
+    workload: WorkloadConfig = Field(default_factory=lambda: WorkloadConfig())
+    faults: FaultsConfig = Field(default_factory=lambda: FaultsConfig())
     # Written by the harness into results/<run>/scenario.toml; ignored when a scenario is run.
     run_id: str | None = None
     kafka_settings: dict[str, str] = Field(default_factory=dict)

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 import uuid
@@ -60,9 +61,9 @@ def poll_once(consumer: Consumer, process: int, recorder: Recorder, settings: Co
     for msg in messages:
         if msg.error() is not None:
             continue  # informational (e.g. transport) errors; librdkafka recovers on its own
-        value = parse_payload(msg.value())
-        if value is not None:
-            read[f"{msg.topic()}/{msg.partition()}"].append([msg.offset(), value])
+        value, offset = parse_payload(msg.value()), msg.offset()
+        if value is not None and offset is not None:
+            read[f"{msg.topic()}/{msg.partition()}"].append([offset, value])
     recorder.record(process, "ok", "poll", [["poll", dict(read)]])
     return read
 
@@ -112,10 +113,8 @@ def end_offsets(consumer: Consumer, settings: ConsumerSettings, deadline: float)
         for p in range(settings.partitions):
             if p in ends:
                 continue
-            try:
+            with contextlib.suppress(KafkaException):
                 ends[p] = consumer.get_watermark_offsets(TopicPartition(settings.topic, p), timeout=5)[1]
-            except KafkaException:
-                pass
         if len(ends) == settings.partitions:
             return ends
         time.sleep(0.5)

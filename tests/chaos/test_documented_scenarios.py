@@ -29,7 +29,7 @@ def test_single_broker_failure_new_leader_from_isr_no_loss_and_rejoin(chaos_run)
     before = [c for c in changes if c[0] < kill["time"]][-1]
     assert before[1] == victim
     after = [c for c in changes if kill["time"] < c[0] < restart["time"] and c[1] is not None]
-    assert after and after[0][1] != victim and after[0][1] in before[2], "new leader must come from the old ISR"
+    assert after and after[0][1] != victim and after[0][1] in (before[2] or []), "new leader from the old ISR"
     assert sends_between(result, kill["time"], restart["time"]) > 0, "writes continue during the failure"
     assert lost(result) == 0 and result.results["violations"] == []
     final = [s for s in samples(result) if s["key"] == key][-1]
@@ -115,7 +115,7 @@ def test_eligible_leader_replicas_election_order(chaos_run, version: str, elr: b
     between = [s for s in states if elr_back < s["time"] < isr_back]
     if elr:
         assert any(elr_member in s["elr"] for s in ever_elr), "the cleanly stopped follower enters the ELR"
-        assert any(s["leader"] == elr_member for s in between), "the ELR member is elected before the last ISR member returns"
+        assert any(s["leader"] == elr_member for s in between), "ELR member elected before the last ISR member"
     else:
         assert not ever_elr, "Kafka 4.0 with the feature off has no ELR"
         assert not any(s["leader"] == elr_member for s in between), "without ELR it must wait for the ISR"

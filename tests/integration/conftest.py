@@ -52,8 +52,9 @@ def read_all(cluster: KafkaCluster, topic: str, partitions: int, timeout_s: floa
         deadline = time.monotonic() + timeout_s
         while any((out[p][-1][0] + 1 if out[p] else 0) < ends[p] for p in out) and time.monotonic() < deadline:
             for msg in consumer.consume(500, timeout=1):
-                if msg.error() is None:
-                    out[msg.partition()].append((msg.offset(), int(msg.value())))
+                partition, offset, value = msg.partition(), msg.offset(), msg.value()
+                if msg.error() is None and partition is not None and offset is not None and value is not None:
+                    out[partition].append((offset, int(value)))
         return out
     finally:
         consumer.close()

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -43,8 +44,8 @@ def test_acks1_isolated_leader_loses_acknowledged_writes(chaos_run) -> None:
     lost = result.results["anomalies"].get("lost-write", [])
     assert lost, f"expected lost writes; got {result.results['anomaly_counts']}"
     events = history(result)
-    acked = {}
-    read = set()
+    acked: dict[int, tuple[str, int]] = {}
+    read: set[int] = set()
     for e in events:
         if e["f"] == "send" and e["type"] == "ok":
             _, key, (offset, value) = e["value"][0]
@@ -69,7 +70,7 @@ def test_acks1_isolated_leader_loses_acknowledged_writes(chaos_run) -> None:
     assert (result.run_dir / "report.png").stat().st_size > 20_000
 
 
-NODE_FAULTS = {
+NODE_FAULTS: dict[str, Any] = {
     "name": "every-node-fault",
     "seed": 21,
     "duration_s": 40,
@@ -111,7 +112,7 @@ def test_every_node_fault_kind_leaves_start_and_heal_in_history(chaos_run) -> No
     assert result.results["violations"] == [], result.results["anomaly_counts"]
 
 
-LINK_FAULTS = {
+LINK_FAULTS: dict[str, Any] = {
     "name": "every-link-fault",
     "seed": 22,
     "duration_s": 22,

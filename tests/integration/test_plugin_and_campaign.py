@@ -63,7 +63,7 @@ def test_plugin_runs_chaos_tests_and_fails_with_violations_and_report_path(pytes
 def test_two_run_campaign_end_to_end_and_resume_after_interrupt(tmp_path, kafka_chaos_pool, monkeypatch):
     smoke = ROOT / "scenarios" / "campaigns" / "smoke.toml"
     calls: list[str] = []
-    real_run = campaign_mod.run_scenario
+    real_run = campaign_mod.run_scenario  # type: ignore[attr-defined]
 
     def interrupted_after_first(scenario, **kw):
         calls.append(scenario.name)
@@ -79,8 +79,11 @@ def test_two_run_campaign_end_to_end_and_resume_after_interrupt(tmp_path, kafka_
     assert (summary["total"], summary["done"]) == (2, 1)
 
     calls.clear()
-    monkeypatch.setattr(campaign_mod, "run_scenario", lambda scenario, **kw: (calls.append(scenario.name),
-                                                                               real_run(scenario, **kw))[1])
+    def counted(scenario, **kw):
+        calls.append(scenario.name)
+        return real_run(scenario, **kw)
+
+    monkeypatch.setattr(campaign_mod, "run_scenario", counted)
     summary = run_campaign(smoke, out=tmp_path, pool=kafka_chaos_pool)
     assert len(calls) == 1, "resume must run only the run that was interrupted"
     assert (summary["total"], summary["done"], summary["failed"]) == (2, 2, 0)
