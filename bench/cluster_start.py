@@ -9,11 +9,17 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from collections.abc import Callable
 
 from rich.console import Console
 from rich.table import Table
 
 from harness.cluster import ClusterSpec, KafkaCluster
+from harness.state import PartitionState
+
+
+def out_of_isr(node_id: int) -> Callable[[PartitionState], bool]:
+    return lambda s: node_id not in s.isr
 
 
 def main() -> None:
@@ -36,8 +42,7 @@ def main() -> None:
                     assert leader is not None
                     node = cluster.node(leader)
                     node.kill()
-                    gone: int = leader
-                    cluster.wait_for_state("bench", lambda s: gone not in s.isr, "leader out of ISR")
+                    cluster.wait_for_state("bench", out_of_isr(leader), "leader out of the ISR")
                     t1 = time.monotonic()
                     node.start()
                     cluster.wait_for_isr("bench", 3, node_id=leader)
