@@ -142,7 +142,7 @@ def settle(c: Cluster, max_steps: int = 1000) -> Cluster:
         if ev is None:
             return c
         c.apply(ev)
-    raise RuntimeError(f"the cluster did not settle in {max_steps} steps; trace={c.trace!r}")
+    raise RuntimeError(f"the cluster did not settle in {max_steps} steps; trace={c.trace_text()}")
 
 
 def writes_available(config: TopicConfig, acks: Acks, script: FaultScript) -> bool:

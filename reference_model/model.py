@@ -232,6 +232,16 @@ class Pending(NamedTuple):
     epoch: int
 
 
+def end_offset_for(epochs: list[tuple[int, int]], leo: int, epoch: int) -> tuple[int | None, int]:
+    """The answer to ``OffsetsForLeaderEpoch(epoch)`` from a replica with this epoch cache and LEO."""
+    floor: int | None = None
+    for e, start in epochs:
+        if e > epoch:
+            return floor, start if floor is not None else 0
+        floor = e
+    return floor, leo
+
+
 @dataclass(slots=True)
 class Broker:
     id: int
@@ -262,17 +272,21 @@ class Broker:
     def end_offset_for(self, epoch: int) -> tuple[int | None, int]:
         """``OffsetsForLeaderEpoch`` as answered by this replica (KIP-279): the largest epoch <= ``epoch`` it
         knows and the offset where the next epoch starts (its LEO for its latest epoch)."""
-        floor: int | None = None
-        for i, (e, _start) in enumerate(self.epochs):
-            if e > epoch:
-                return floor, self.epochs[i][1] if floor is not None else 0
-            floor = e
-        return floor, self.leo
+        return end_offset_for(self.epochs, self.leo, epoch)
+
+    def assign_epoch(self, epoch: int, start: int) -> None:
+        """``LeaderEpochFileCache.assign``: unless the latest entry already is this epoch (starting no later),
+        drop every entry whose epoch or start offset is >= the new one's, then add it."""
+        if self.epochs and self.epochs[-1][0] == epoch and self.epochs[-1][1] <= start:
+            return
+        while self.epochs and (self.epochs[-1][0] >= epoch or self.epochs[-1][1] >= start):
+            self.epochs.pop()
+        self.epochs.append((epoch, start))
 
     def append(self, entries: list[Entry]) -> None:
         for entry in entries:
-            if not self.epochs or entry[1] > self.epochs[-1][0]:
-                self.epochs.append((entry[1], self.leo))
+            if not self.epochs or entry[1] != self.epochs[-1][0]:
+                self.assign_epoch(entry[1], self.leo)
             self.first_offset.setdefault(entry[0], self.leo)
             self.log.append(entry)
 
@@ -509,7 +523,8 @@ class Cluster:
         fb = self.brokers[f]
         assert fb.view is not None and fb.view.leader is not None
         lb = self.brokers[fb.view.leader]
-        if self._truncation_point(fb, lb) < fb.leo:
+        point = self._truncation_point(fb, lb)
+        if point < fb.leo or (fb.epochs and fb.epochs[-1][1] >= point):
             return True
         if fb.leo < lb.leo:
             return True
@@ -603,6 +618,12 @@ class Cluster:
             case _:
                 raise AssertionError(ev)
 
+    def trace_text(self, limit: int = 80) -> str:
+        """The events so far as Python (the last ``limit`` of them, for error messages)."""
+        shown = self.trace[-limit:]
+        more = f"[... {len(self.trace) - limit} earlier events ...] + " if len(self.trace) > limit else ""
+        return more + repr(shown)
+
     def run(self, events: list[Event]) -> Cluster:
         for ev in events:
             self.apply(ev)
@@ -675,40 +696,43 @@ class Cluster:
             if self.committed.get(offset, value) != value and not self.unclean_elected:
                 raise InvariantViolation(
                     f"offset {offset} committed twice: {self.committed[offset]} then {value}; "
-                    f"trace={self.trace!r}"
+                    f"trace={self.trace_text()}"
                 )
             self.committed[offset] = value
         lb.hw = new_hw
 
     def _truncation_point(self, fb: Broker, lb: Broker) -> int:
         """Where ``fb`` must truncate to agree with ``lb`` (its LEO if it need not), by repeated
-        ``OffsetsForLeaderEpoch`` exchanges as in KIP-279 (only the epoch cache and LEO take part)."""
-        probe = Broker(fb.id, epochs=list(fb.epochs))
+        ``OffsetsForLeaderEpoch`` exchanges as in KIP-279 (``AbstractFetcherThread``'s truncation):
+
+        the follower asks for its latest epoch E; the leader answers with the largest epoch E' <= E it has
+        and where E' ends in its log. If the follower has E' too, it truncates to the smaller of the two
+        end offsets and is done. If not, it truncates to the end of its own largest epoch below E' (which
+        also drops its later epochs from its cache) and asks again. Only the epoch cache and the LEO take
+        part.
+        """
+        epochs = list(fb.epochs)
         leo = fb.leo
-        while leo > 0:
-            latest = probe.latest_epoch()
-            assert latest is not None
-            leader_epoch, end = lb.end_offset_for(latest)
+        while leo > 0 and epochs:
+            latest = epochs[-1][0]
+            leader_epoch, leader_end = lb.end_offset_for(latest)
             if leader_epoch is None:
-                point = 0
-            elif leader_epoch == latest:
-                point = min(end, leo)
-            else:
-                # leader_epoch < latest here, so the answer is where the follower's next epoch starts
-                point = min(end, probe.end_offset_for(leader_epoch)[1], leo)
-            if point >= leo:
-                break
-            leo = point
-            probe.epochs = [(e, s) for e, s in probe.epochs if s < point]
+                return 0  # the leader has nothing as old as this: the logs diverge from the start
+            follower_epoch, follower_end = end_offset_for(epochs, leo, leader_epoch)
+            if follower_epoch == leader_epoch:
+                return min(leader_end, follower_end, leo)
+            # intermediate truncation: to the end of the follower's epochs below leader_epoch
+            leo = min(follower_end, leo)
+            epochs = [(e, start) for e, start in epochs if start < leo and e <= leader_epoch]
         return leo
 
     def _fetch(self, f: int) -> None:
         fb = self.brokers[f]
         assert fb.view is not None and fb.view.leader is not None
         lb = self.brokers[fb.view.leader]
-        point = self._truncation_point(fb, lb)
-        if point < fb.leo:
-            fb.truncate(point)
+        # UnifiedLog.truncateTo always truncates the epoch cache, even at the LEO: a replica that led an
+        # epoch without appending anything keeps an empty entry that must not survive becoming a follower
+        fb.truncate(self._truncation_point(fb, lb))
         fetch_offset = fb.leo
         lb.follower_leo[f] = fetch_offset
         if self._can_expand(lb, f, fetch_offset):
@@ -867,9 +891,7 @@ class Cluster:
         br.view = new
         if new.leader == b and (old is None or old.leader != b or old.epoch != new.epoch):
             # makeLeader: new epoch starts at the LEO; followers' positions are unknown until they fetch
-            latest = br.latest_epoch()
-            if latest is None or latest < new.epoch:
-                br.epochs.append((new.epoch, br.leo))
+            br.assign_epoch(new.epoch, br.leo)
             br.follower_leo = {}
         elif new.leader != b:
             br.follower_leo = {}
@@ -879,7 +901,7 @@ class Cluster:
     def check_invariants(self) -> None:
         """Raise :class:`InvariantViolation` if the state breaks a rule from Kafka's replication design."""
         for problem in self.invariant_violations():
-            raise InvariantViolation(f"{problem}; trace={self.trace!r}")
+            raise InvariantViolation(f"{problem}; trace={self.trace_text()}")
 
     def invariant_violations(self) -> list[str]:
         cfg, reg = self.config, self.reg
@@ -904,9 +926,14 @@ class Cluster:
                 out.append(f"broker {br.id}: log epochs not monotonic {epochs}")
             if any(e > max_epoch for e in epochs) or (br.view is not None and br.view.epoch > max_epoch):
                 out.append(f"broker {br.id} knows an epoch above the controller's {max_epoch}")
-            starts = [e for e, _s in br.epochs]
-            if starts != sorted(set(starts)):
-                out.append(f"broker {br.id}: epoch cache not strictly increasing {br.epochs}")
+            cached = [e for e, _s in br.epochs]
+            if cached != sorted(set(cached)) or [s for _e, s in br.epochs] != sorted(s for _e, s in br.epochs):
+                out.append(f"broker {br.id}: epoch cache not increasing {br.epochs}")
+            for offset, (_value, epoch) in enumerate(br.log):
+                covering = [e for e, start in br.epochs if start <= offset]
+                if not covering or covering[-1] != epoch:
+                    out.append(f"broker {br.id}: epoch cache {br.epochs} disagrees with its log {br.log}")
+                    break
         epochs_seen = [e for e, _l, _k in self.elections]
         if epochs_seen != sorted(set(epochs_seen)):
             out.append(f"leader epochs did not strictly increase: {epochs_seen}")
