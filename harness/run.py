@@ -149,6 +149,7 @@ def _execute(s: Scenario, cluster: KafkaCluster, topic: str, history: History, r
     for producer in producers:
         producer.start()
     nemesis.start()
+    interrupted = False
     try:
         with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[stats]}"),
                       TimeRemainingColumn(), console=console, transient=True) as progress:
@@ -162,16 +163,22 @@ def _execute(s: Scenario, cluster: KafkaCluster, topic: str, history: History, r
                 progress.update(task, completed=elapsed,
                                 stats=f"sends ok {ok} info {info} fail {fail} · polls {polls}")
                 time.sleep(0.5)
+    except KeyboardInterrupt:
+        interrupted = True  # the cluster is about to go: stop at once, keep what the history has
+        raise
     finally:
         with console.status("healing every fault…"):
             nemesis.stop()
-            with contextlib.suppress(Exception):
-                cluster.heal_all(timeout_s=90)
+            if not interrupted:
+                with contextlib.suppress(Exception):
+                    cluster.heal_all(timeout_s=90)
         with console.status("stopping clients…"):
             for p in producers:
-                p.stop(flush_timeout_s=w.delivery_timeout_ms / 1000 + 5)
+                p.stop(flush_timeout_s=1 if interrupted else w.delivery_timeout_ms / 1000 + 5)
             for c in consumers:
                 c.stop()
+            if interrupted:
+                observer.stop()
     with console.status("final drain read…"):
         drained = final_drain(consumer_settings, history, timeout_s=w.drain_timeout_s)
     history.record("harness", "info", "drain-complete", drained)

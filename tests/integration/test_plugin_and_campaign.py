@@ -36,11 +36,18 @@ def test_lossy_run_fails_with_violations(chaos_result):
     pass
 '''
 
-# A strict policy for the inner session: without a reference model every bad anomaly is a violation,
-# so the acks=1 loss (which Kafka permits) fails the test and the plugin's failure message can be checked.
+# A strict policy for the inner session: every anomaly is a violation, so the acks=1 loss (which Kafka
+# permits) fails the test and the plugin's failure message can be checked.
 STRICT_CONFTEST = '''
-import checker.verdicts
-checker.verdicts.load_judge = lambda: None
+import reference_model.verdicts
+
+
+class Strict:
+    verdict = "violation"
+    reason = "strict test policy"
+
+
+reference_model.verdicts.judge = lambda name, instance, config, faults: Strict()
 '''
 
 
