@@ -327,6 +327,9 @@ def _nemesis(w: _Writer, clusters: Mapping[str, Cluster], ev: Event) -> None:
     """Apply a fault to every partition's model and record it as the nemesis does (invoke, then info)."""
     first = next(iter(clusters.values()))
     leader_before = first.reg.leader  # symbolic target "leader" means the first key's leader, as in faults/
+    f = _NEMESIS_NAMES[type(ev)]
+    if isinstance(ev, Restart) and not first.brokers[ev.broker].unclean_shutdown:
+        f = "start"  # the heal of a clean stop
     applied = False
     for c in clusters.values():
         if c.enabled(ev):
@@ -334,9 +337,6 @@ def _nemesis(w: _Writer, clusters: Mapping[str, Cluster], ev: Event) -> None:
             applied = True
     if not applied:
         return
-    f = _NEMESIS_NAMES[type(ev)]
-    if isinstance(ev, Restart) and not first.brokers[ev.broker].unclean_shutdown:
-        f = "start"  # the heal of a clean stop
     match ev:
         case Kill(broker=b) | Stop(broker=b) | Pause(broker=b) | Isolate(broker=b):
             target: Any = "leader" if b == leader_before else [b]

@@ -693,7 +693,12 @@ _RULES = {
 }
 
 
-def judge(anomaly: str, instance: dict[str, Any], config: RunConfig | None, faults: FaultSummary) -> Verdict:
+def judge(
+    anomaly: str,
+    instance: dict[str, Any],
+    config: RunConfig | Mapping[str, Any] | None,
+    faults: FaultSummary | Any,
+) -> Verdict:
     """Whether Kafka, configured as ``config``, permits this anomaly instance given the run's ``faults``.
 
     ``config`` may also be a resolved scenario dict (``RunConfig.from_scenario``) or None (Kafka's defaults,
