@@ -28,10 +28,10 @@ The plan — one scan of each table, one shuffle, one vectorised pass per partit
 
 Partitions: by default the shuffle is hash-partitioned into 200 (the most that keeps Spark's bypass-merge
 shuffle writer, several times faster than the sorting one) and adaptive query execution coalesces
-neighbours up to 64 MiB of shuffle data, keeping at least one per core; a partition's rows stay a few
-million whatever the input's size. `shuffle_partitions` fixes the number instead. Bound: one key's rows
-must fit in one Python worker's memory (about 100 bytes a row while factorising), which holds for Kafka
-partitions of well over 10^7 records.
+neighbours up to 16 MiB of (compressed) shuffle data, keeping at least one per core; a partition's rows stay
+a few million whatever the input's size, and a Python worker under about half a GiB. `shuffle_partitions`
+fixes the number instead. Bound: one key's rows must fit in one Python worker's memory (about 100 bytes a
+row while factorising), which holds for Kafka partitions of well over 10^7 records.
 """
 
 from __future__ import annotations
@@ -66,6 +66,13 @@ if TYPE_CHECKING:
 __all__ = ["SparkReconcileError", "main", "reconcile", "reconcile_runs"]
 
 INITIAL_PARTITIONS = 200  # ≤ spark.shuffle.sort.bypassMergeThreshold: above it, map tasks sort (~4× slower)
+_ADAPTIVE = {
+    "spark.sql.shuffle.partitions": str(INITIAL_PARTITIONS),
+    "spark.sql.adaptive.enabled": "true",
+    "spark.sql.adaptive.coalescePartitions.enabled": "true",
+    # ~16 MiB of compressed shuffle data is ~2-4 million rows: a Python worker stays under ~0.5 GiB.
+    "spark.sql.adaptive.advisoryPartitionSizeInBytes": "16m",
+}
 RESULT_FILE = "reconcile.json"
 
 # Which columns of a findings row make up an instance of each anomaly (names as checker/ emits them).
@@ -183,16 +190,21 @@ class _Job:
             by_key = rows.repartition("key")
         found = by_key.mapInArrow(analyse, kernel.FINDINGS_DDL)
         conf = self.session.conf
-        previous = conf.get("spark.sql.shuffle.partitions")
+        settings = {} if self.shuffle_partitions else _ADAPTIVE
+        previous: dict[str, str | None] = {name: conf.get(name, None) for name in settings}
         try:
-            if not self.shuffle_partitions:
-                conf.set("spark.sql.shuffle.partitions", str(INITIAL_PARTITIONS))
+            for name, value in settings.items():
+                conf.set(name, value)
             rows_out: list[dict[str, Any]] = found.toArrow().to_pylist()
             return rows_out
         except Exception as exc:
             raise _job_error(exc) from None
         finally:
-            conf.set("spark.sql.shuffle.partitions", str(previous))
+            for name, old in previous.items():
+                if old is None:
+                    conf.unset(name)
+                else:
+                    conf.set(name, old)
 
 
 def _job_error(exc: Exception) -> SparkReconcileError:
@@ -298,10 +310,8 @@ def _assemble(rows: list[dict[str, Any]], cap: int) -> dict[str, Any]:
 
     counts: dict[str, int] = {}
     for kind in kernel.ANOMALY_KINDS:
-        if kind == "unseen":  # one instance per key that has unseen values
-            n = sum(1 for s in keys.values() if s[kind] > 0)
-        else:
-            n = sum(s[kind] for s in keys.values())
+        # unseen: one instance per key that has unseen values
+        n = sum((1 if kind == "unseen" else s[kind]) for s in keys.values() if s[kind] > 0)
         if n:
             counts[kind] = n
     anomalies = {

@@ -137,3 +137,16 @@ def test_capped_output_and_cli(spark_session: Any, seeded: tuple[Path, dict[str,
     shown = [{k: i[k] for k in ("key", "value", "offset")} for i in printed["anomalies"]["lost-write"]]
     assert shown == manifest["expected"]["anomalies"]["lost-write"][:2]  # the smallest, exactly
     assert spark_session.sparkContext._jsc is not None  # the CLI left the shared session running
+
+
+def test_progress_is_drawn_on_the_given_console(spark_session: Any, tmp_path: Path) -> None:
+    import io
+
+    from rich.console import Console
+
+    sends, polls = CORPUS["lost_write"]().tables()
+    run = write_run(tmp_path / "r", sends, polls)
+    buffer = io.StringIO()
+    result = reconcile([str(run)], spark=spark_session, progress=True, console=Console(file=buffer, width=100))
+    assert result["anomaly_counts"] == {"lost-write": 1, "unseen": 1}
+    assert "done in" in buffer.getvalue()
