@@ -133,7 +133,7 @@ def reconcile(
             if uncertain:
                 bar.phase("deciding info sends whose op wrote to other keys")
                 rows = _settle_uncertain(job, runs, rows, uncertain)
-        result = _assemble(rows, max_instances)
+        result = _assemble(rows, max_instances, runs=[r.run for r in runs])
         result["complete"] = _complete(runs)
         result["stats"].update(
             engine="spark",
@@ -292,7 +292,9 @@ def _complete(runs: list[RunTables]) -> bool:
     return complete
 
 
-def _assemble(rows: list[dict[str, Any]], cap: int) -> dict[str, Any]:
+def _assemble(rows: list[dict[str, Any]], cap: int, runs: list[str] | None = None) -> dict[str, Any]:
+    """The result dict from the findings rows; `runs`: the run ids (keys are prefixed when there are
+    several), for the per-run anomaly counts."""
     keys: dict[str, dict[str, int]] = {}
     instances: dict[str, list[dict[str, Any]]] = {kind: [] for kind in kernel.ANOMALY_KINDS}
     for row in rows:
@@ -317,10 +319,10 @@ def _assemble(rows: list[dict[str, Any]], cap: int) -> dict[str, Any]:
     anomalies = {
         kind: sorted(found, key=_order)[:cap] for kind, found in instances.items() if kind in counts
     }
-    runs: dict[str, dict[str, int]] = {}
+    single = runs[0] if runs is not None and len(runs) == 1 else None
+    per_run_counts: dict[str, dict[str, int]] = {run: {} for run in runs or []}
     for key, stat in keys.items():
-        run = key.split("/", 1)[0]
-        per_run = runs.setdefault(run, {})
+        per_run = per_run_counts.setdefault(single or key.split("/", 1)[0], {})
         for kind in kernel.ANOMALY_KINDS:
             if stat[kind]:
                 per_run[kind] = per_run.get(kind, 0) + (1 if kind == "unseen" else stat[kind])
@@ -344,7 +346,7 @@ def _assemble(rows: list[dict[str, Any]], cap: int) -> dict[str, Any]:
         "violations": [],
         "stats": stats,
         "keys": keys,
-        "runs": runs,
+        "runs": per_run_counts,
     }
 
 

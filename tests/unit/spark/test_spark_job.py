@@ -88,6 +88,7 @@ def test_seeded_anomalies_found_exactly(spark_session: Any, seeded: tuple[Path, 
     result = run_spark(spark_session, [run])
     expected = manifest["expected"]
     assert result["anomaly_counts"] == expected["anomaly_counts"]
+    assert result["runs"] == {"run-seeded": expected["anomaly_counts"]}
     assert result["stats"]["unseen_values"] == expected["unseen_values"]
     for name, instances in expected["anomalies"].items():
         found = result["anomalies"][name]

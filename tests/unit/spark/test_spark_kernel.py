@@ -57,3 +57,21 @@ def test_uncertain_info_ops_are_reported_when_split_by_key() -> None:
     assert not [r for r in found if r["kind"] == "lost-write"]
     settled = kernel.analyse_table(only_k, committed_info_ops=pa.array([0]).to_numpy()).to_pylist()
     assert [r["value"] for r in settled if r["kind"] == "lost-write"] == [5]
+
+
+def test_pandas_engine_merges_runs_with_prefixed_keys(tmp_path) -> None:
+    from conftest import write_run
+
+    from spark.job import reconcile_runs
+
+    runs = []
+    expected: dict[str, int] = {}
+    for name in ("lost_write", "aborted_read"):
+        sends, polls = CORPUS[name]().tables()
+        runs.append(str(write_run(tmp_path / name, sends, polls)))
+        for kind, n in analyse(sends, polls).anomaly_counts.items():
+            expected[kind] = expected.get(kind, 0) + n
+    result = reconcile_runs(runs, engine="pandas", out=tmp_path / "out")
+    assert result["anomaly_counts"] == expected
+    assert {i["key"] for i in result["anomalies"]["G1a"]} == {"aborted_read/chaos/0"}
+    assert (tmp_path / "out" / "reconcile.json").exists()
