@@ -106,15 +106,13 @@ def test_eligible_leader_replicas_election_order(chaos_run, version: str, elr: b
     key = key_of(result)
     states = [s for s in samples(result) if s["key"] == key]
     ever_elr = [s for s in states if s["elr"]]
-    stops = nemesis(result, "stop")
-    elr_member = stops[0]["value"]["nodes"][0]
-    last_isr = stops[1]["value"]["nodes"][0]
-    starts = nemesis(result, "start")
-    elr_back = next(s["time"] for s in starts if s["value"]["nodes"] == [elr_member])
-    isr_back = next(s["time"] for s in starts if s["value"]["nodes"] == [last_isr])
+    elr_member = nemesis(result, "stop")[0]["value"]["nodes"][0]  # the leader shut down cleanly
+    last_isr = nemesis(result, "kill")[1]["value"]["nodes"][0]  # then the last ISR member died
+    elr_back = nemesis(result, "start")[0]["time"]
+    isr_back = next(r["time"] for r in nemesis(result, "restart") if r["value"]["nodes"] == [last_isr])
     between = [s for s in states if elr_back < s["time"] < isr_back]
     if elr:
-        assert ever_elr, "with ELR on, replicas enter the ELR when the ISR falls below min.insync"
+        assert any(elr_member in s["elr"] for s in ever_elr), "the cleanly stopped leader enters the ELR"
         assert any(s["leader"] == elr_member for s in between), "ELR member elected before the last ISR member"
     else:
         assert not ever_elr, "Kafka 4.0 with the feature off has no ELR"
