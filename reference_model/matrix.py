@@ -138,13 +138,13 @@ def predict(
 
 
 @functools.lru_cache(maxsize=8)
-def _matrix(rf: int, elr: bool, fault_sets: tuple[str, ...]) -> tuple[MatrixRow, ...]:
+def _matrix(rf: int, elr: bool, fault_sets: tuple[str, ...], lagging: bool) -> tuple[MatrixRow, ...]:
     rows = []
     for acks in ACKS:
         for min_insync in (1, 2, 3):
             for unclean in (False, True):
                 for fault_set in fault_sets:
-                    p = predict(acks, min_insync, rf, unclean, fault_set, elr=elr)
+                    p = predict(acks, min_insync, rf, unclean, fault_set, elr=elr, lagging=lagging)
                     rows.append(
                         MatrixRow(
                             acks, min_insync, rf, unclean, elr, fault_set, p.loss_possible,
@@ -155,11 +155,12 @@ def _matrix(rf: int, elr: bool, fault_sets: tuple[str, ...]) -> tuple[MatrixRow,
 
 
 def durability_matrix(
-    rf: int = 3, elr: bool = False, fault_sets: tuple[str, ...] = MATRIX_FAULT_SETS
+    rf: int = 3, elr: bool = False, fault_sets: tuple[str, ...] = MATRIX_FAULT_SETS, lagging: bool = False
 ) -> list[MatrixRow]:
     """acks ∈ {0, 1, all} × min.insync.replicas ∈ {1, 2, 3} × unclean ∈ {off, on} × ``fault_sets``, each
-    cell computed by the model for a partition of ``rf`` replicas (with or without ELR)."""
-    return list(_matrix(rf, elr, tuple(fault_sets)))
+    cell computed by the model for a partition of ``rf`` replicas (with or without ELR). By default only the
+    faults take replicas out of the ISR; ``lagging=True`` also lets healthy followers fall behind."""
+    return list(_matrix(rf, elr, tuple(fault_sets), lagging))
 
 
 def _yes_no(flag: bool, good_when: bool) -> str:
