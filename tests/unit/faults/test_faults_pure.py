@@ -1,0 +1,129 @@
+"""The nemesis's pure parts: deterministic plans, partition shapes, symbolic targets, scenario validation."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+import pytest
+
+from faults import FaultsConfig, grudge, plan, resolve
+from faults.targets import TargetError
+from harness.errors import ScenarioError
+from harness.scenario import parse_scenario
+
+
+def test_generated_plan_is_deterministic_per_seed_and_cut_to_the_run() -> None:
+    cfg = FaultsConfig.model_validate({"generator": {"kinds": ["kill", "pause", "partition"],
+                                                     "targets": ["leader", "one"], "every_s": 10,
+                                                     "duration_s": 8, "start_s": 3}})
+    a, b, c = plan(cfg, 30, seed=1), plan(cfg, 30, seed=1), plan(cfg, 30, seed=2)
+    assert a == b
+    assert [p.at_s for p in a] == [3, 13, 23]
+    assert [(p.kind, p.target) for p in a] != [(p.kind, p.target) for p in c] or a[0].shape != c[0].shape
+    assert a[-1].heal_at_s <= 30  # 23 + 8 would end after the run: cut to end with it
+
+
+def test_explicit_schedule_is_sorted_and_keeps_link_parameters() -> None:
+    cfg = FaultsConfig.model_validate({"schedule": [
+        {"kind": "latency", "at_s": 9, "latency_ms": 250, "jitter_ms": 10},
+        {"kind": "kill", "at_s": 2, "target": [2]},
+    ]})
+    p = plan(cfg, 60, seed=0)
+    assert [x.kind for x in p] == ["kill", "latency"]
+    assert p[0].target == [2]
+    assert p[1].params == {"latency_ms": 250, "jitter_ms": 10}
+
+
+def symmetric_cuts(g: dict[int, set[int]]) -> set[frozenset[int]]:
+    return {frozenset((a, b)) for a, bs in g.items() for b in bs}
+
+
+def test_isolate_cuts_the_target_from_everyone_else() -> None:
+    g = grudge("isolate", [1, 2, 3], [2], random.Random(0))
+    assert symmetric_cuts(g) == {frozenset((1, 2)), frozenset((2, 3))}
+
+
+def test_halves_split_in_two_groups_that_cannot_talk() -> None:
+    g = grudge("halves", [1, 2, 3, 4, 5], [], random.Random(3))
+    small = [n for n, dropped in g.items() if len(dropped) == 3]
+    big = [n for n, dropped in g.items() if len(dropped) == 2]
+    assert len(small) == 2 and len(big) == 3
+    assert all(g[s] == set(big) for s in small)
+
+
+def test_bridge_node_talks_to_both_sides() -> None:
+    g = grudge("bridge", [1, 2, 3, 4, 5], [], random.Random(1))
+    bridges = [n for n, dropped in g.items() if not dropped]
+    assert len(bridges) == 1
+    others = [n for n in g if n not in bridges]
+    assert all(g[n] for n in others)
+
+
+def test_majority_ring_gives_every_node_a_different_majority() -> None:
+    nodes = [1, 2, 3, 4, 5]
+    g = grudge("majority-ring", nodes, [], random.Random(2))
+    visible = {n: frozenset(set(nodes) - g[n]) for n in nodes}
+    assert all(len(v) == 3 for v in visible.values())
+    assert len(set(visible.values())) == 5
+
+
+def test_one_way_drops_only_what_the_targets_hear() -> None:
+    g = grudge("one-way", [1, 2, 3], [1], random.Random(0))
+    assert g == {1: {2, 3}}
+
+
+@dataclass
+class FakeNode:
+    node_id: int
+    is_broker: bool = True
+
+
+@dataclass
+class FakeState:
+    leader: int | None
+    replicas: tuple[int, ...] = (1, 2, 3)
+    isr: tuple[int, ...] = (1, 2, 3)
+
+
+@dataclass
+class FakeCluster:
+    states: list[FakeState]
+    controller: int | None = 101
+    nodes: dict[int, FakeNode] = field(default_factory=lambda: {i: FakeNode(i) for i in (1, 2, 3)}
+                                       | {101: FakeNode(101, is_broker=False)})
+
+    def partition_states(self, topic: str) -> list[FakeState]:
+        return self.states
+
+    def controller_id(self) -> int | None:
+        return self.controller
+
+
+def test_symbolic_targets_resolve_from_live_metadata() -> None:
+    cluster = FakeCluster([FakeState(leader=2, isr=(2, 3))])
+    rng = random.Random(0)
+    assert resolve("leader", cluster, "t", rng) == [2]
+    assert resolve("follower", cluster, "t", rng) == [3]  # the in-sync follower, not the lagging one
+    assert resolve("controller", cluster, "t", rng) == [101]
+    assert resolve("all", cluster, "t", rng, brokers_only=True) == [1, 2, 3]
+    assert len(resolve("majority", cluster, "t", rng)) == 3
+    assert len(resolve("minority", cluster, "t", rng)) == 1
+    assert resolve("previous", cluster, "t", rng, previous=[3]) == [3]
+    assert resolve([1, 3], cluster, "t", rng) == [1, 3]
+    with pytest.raises(TargetError):
+        resolve([7], cluster, "t", rng)
+    with pytest.raises(TargetError):
+        resolve("leader", FakeCluster([FakeState(leader=None)]), "t", rng)
+
+
+def test_scenario_errors_name_field_value_and_allowed_values() -> None:
+    with pytest.raises(ScenarioError) as err:
+        parse_scenario({"name": "x", "topic": {"replication_factor": 3, "min_insync_replicas": 4}}, "s.toml")
+    assert "min_insync_replicas (4) cannot exceed replication_factor (3)" in str(err.value)
+    with pytest.raises(ScenarioError) as err:
+        parse_scenario({"name": "x", "faults": {"schedule": [{"kind": "latency"}]}}, "s.toml")
+    assert "need cluster.toxiproxy = true" in str(err.value)
+    with pytest.raises(ScenarioError) as err:
+        parse_scenario({"name": "x", "workload": {"acks": "1", "idempotence": True}}, "s.toml")
+    assert "idempotence = true needs acks" in str(err.value)
