@@ -1,3 +1,5 @@
+# mypy: disable-error-code="arg-type"
+# (the fakes implement only the part of the cluster protocol that target resolution reads)
 """The nemesis's pure parts: deterministic plans, partition shapes, symbolic targets, scenario validation."""
 
 from __future__ import annotations
