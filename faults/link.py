@@ -19,6 +19,13 @@ class LinkFaults:
         self._server = Toxiproxy()
         self._server.update_api_consumer(api_host, api_port)
 
+    def answering(self) -> bool:
+        return self._server.version() is not None
+
+    def create_proxy(self, broker_id: int, listen: str, upstream: str) -> None:
+        """The proxy in front of one broker's client listener."""
+        self._server.create(upstream=upstream, name=f"broker-{broker_id}", listen=listen, enabled=True)
+
     def _proxy(self, broker_id: int) -> Any:
         proxy = self._server.get_proxy(f"broker-{broker_id}")
         if proxy is None:

@@ -19,7 +19,7 @@ import contextlib
 import socket
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,6 +32,7 @@ from docker.models.containers import Container
 from testcontainers.core.container import DockerContainer
 from testcontainers.core.network import Network
 
+from faults.link import LinkFaults
 from harness import settings
 from harness.engine import docker_client
 from harness.errors import ClusterError
@@ -537,13 +538,10 @@ class Toxiproxy:
         self.cluster = cluster
         self.name = f"kc-{cluster.run_id}-toxiproxy"
         self.api_port = free_port()
+        self.links = LinkFaults("127.0.0.1", self.api_port)  # the one adapter over toxiproxy-python
         for b in cluster.brokers:
             b.proxy_port = free_port()
         self._container: DockerContainer | None = None
-
-    @property
-    def api_url(self) -> str:
-        return f"http://127.0.0.1:{self.api_port}"
 
     def start(self, network: Network) -> None:
         c = (
@@ -559,25 +557,15 @@ class Toxiproxy:
             bind_loopback(c, b.proxy_port, b.proxy_port)
         self._container = c
         c.start()
-        import requests
-
-        Wait("Toxiproxy API", 30).until(lambda: requests.get(f"{self.api_url}/version", timeout=2).ok)
+        Wait("Toxiproxy API", 30).until(self.links.answering)
 
     def create_proxies(self) -> None:
-        import requests
-
         for b in self.cluster.brokers:
-            body = {"name": f"broker-{b.node_id}", "listen": f"0.0.0.0:{b.proxy_port}",
-                    "upstream": f"{b.alias}:{settings.CLIENT_PORT}", "enabled": True}
-            r = requests.post(f"{self.api_url}/proxies", json=body, timeout=5)
-            if r.status_code not in (200, 201, 409):
-                raise ClusterError(f"creating Toxiproxy proxy for broker {b.node_id} failed: {r.text}")
+            self.links.create_proxy(b.node_id, f"0.0.0.0:{b.proxy_port}", f"{b.alias}:{settings.CLIENT_PORT}")
 
     def reset(self) -> None:
         """Remove every toxic and re-enable every proxy."""
-        import requests
-
-        requests.post(f"{self.api_url}/reset", timeout=5).raise_for_status()
+        self.links.heal_all()
 
     def remove(self) -> None:
         if self._container is not None:
@@ -651,9 +639,3 @@ class ClusterPool:
         if self.current is not None and not self.keep:
             self.current.stop()
         self.current, self._key = None, None
-
-
-@contextlib.contextmanager
-def running_cluster(spec: ClusterSpec | None = None, **kw: Any) -> Iterator[KafkaCluster]:
-    with KafkaCluster(spec, **kw) as cluster:
-        yield cluster

@@ -23,7 +23,7 @@ from xml.sax.saxutils import escape, quoteattr
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-from faults import LinkFaults, Nemesis, plan
+from faults import Nemesis, plan
 from harness.cluster import ClusterPool, ClusterSpec, KafkaCluster, new_run_id
 from harness.history import History
 from harness.observer import Observer
@@ -140,7 +140,7 @@ def _execute(s: Scenario, cluster: KafkaCluster, topic: str, history: History, r
         )
         for i in range(w.producers)
     ]
-    links = LinkFaults("127.0.0.1", cluster.toxiproxy.api_port) if cluster.toxiproxy else None
+    links = cluster.toxiproxy.links if cluster.toxiproxy else None
     nemesis = Nemesis(cluster, topic, plan(s.faults, s.duration_s, s.seed), history, s.seed, links=links)
 
     observer.start()
