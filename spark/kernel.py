@@ -103,20 +103,54 @@ _BOOL = npt.NDArray[np.bool_]
 _NONE = np.iinfo(np.int64).max
 
 
+CHUNK_ROWS = 2_000_000
+"""Keys of a partition are analysed in groups of about this many rows (a bigger key alone), so a Python
+worker holds the partition's Arrow input (~30 bytes a row) plus one group's working set (~100 bytes a row)."""
+
+
 def analyse_batches(
     batches: Iterable[pa.RecordBatch],
     *,
     cap: int = 100,
     max_values: int = 1000,
     committed_info_ops: npt.NDArray[np.int64] | None = None,
+    chunk_rows: int = CHUNK_ROWS,
 ) -> Iterator[pa.RecordBatch]:
-    """`mapInArrow` body: gather one partition's batches, analyse them, yield the findings."""
+    """`mapInArrow` body: gather one partition's batches and analyse them, whole keys at a time in groups of
+    about `chunk_rows` rows; yield the findings."""
     collected = [b for b in batches if b.num_rows]
     if not collected:
         return
     table = pa.Table.from_batches(collected)
-    found = analyse_table(table, cap=cap, max_values=max_values, committed_info_ops=committed_info_ops)
-    yield from found.to_batches()
+    del collected
+    for part in _key_groups(table, chunk_rows):
+        found = analyse_table(part, cap=cap, max_values=max_values, committed_info_ops=committed_info_ops)
+        yield from found.to_batches()
+
+
+def _key_groups(table: pa.Table, chunk_rows: int) -> Iterator[pa.Table]:
+    """The table split into sub-tables of whole keys, about `chunk_rows` rows each (one if it is small)."""
+    if table.num_rows <= chunk_rows:
+        yield table
+        return
+    enc = pc.dictionary_encode(table.column("key")).combine_chunks()
+    kid = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+    sizes = np.bincount(kid, minlength=len(enc.dictionary))
+    # Greedy packing in key order: a group closes once it holds chunk_rows rows.
+    group_of_key = np.zeros(len(sizes), dtype=np.int64)
+    filled, group = 0, 0
+    for k, size in enumerate(sizes.tolist()):
+        if filled and filled + size > chunk_rows:
+            group, filled = group + 1, 0
+        group_of_key[k] = group
+        filled += size
+    row_group = group_of_key[kid]
+    order = np.argsort(row_group, kind="stable")
+    bounds = np.searchsorted(row_group[order], np.arange(group + 2))
+    for g in range(group + 1):
+        rows = order[bounds[g] : bounds[g + 1]]
+        if len(rows):
+            yield table.take(pa.array(rows))
 
 
 def _group_starts(*cols: npt.NDArray[Any]) -> _BOOL:

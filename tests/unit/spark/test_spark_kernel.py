@@ -75,3 +75,25 @@ def test_pandas_engine_merges_runs_with_prefixed_keys(tmp_path) -> None:
     assert result["anomaly_counts"] == expected
     assert {i["key"] for i in result["anomalies"]["G1a"]} == {"aborted_read/chaos/0"}
     assert (tmp_path / "out" / "reconcile.json").exists()
+
+
+def test_partition_analysed_in_key_groups_gives_the_same_answer() -> None:
+    """A partition larger than chunk_rows is analysed whole keys at a time: same findings."""
+    from conftest import History
+    from spark_corpus import K1, K
+
+    h = History()
+    for i in range(40):
+        key = (K, K1, "chaos/2", "chaos/3")[i % 4]
+        h.send(0, [(key, i, i // 4)])
+    h.send(0, [(K, 99, None)], type_="fail")
+    h.poll(1, {K: [(0, 0), (2, 8), (5, 99)], K1: [(0, 1), (3, 13), (3, 14)], "chaos/2": [(9, 38)]})
+    sends, polls = h.tables()
+    rows = kernel.input_rows(sends, polls)
+    whole = list(kernel.analyse_batches(rows.to_batches(), cap=10**6, max_values=10**6))
+    grouped = list(kernel.analyse_batches(rows.to_batches(max_chunksize=7), cap=10**6, max_values=10**6,
+                                          chunk_rows=12))
+    assert len(grouped) > 1
+    as_rows = [r for b in grouped for r in b.to_pylist()]
+    assert _assemble(as_rows, 10**6) == _assemble([r for b in whole for r in b.to_pylist()], 10**6)
+    assert core(_assemble(as_rows, 10**6)) == core(analyse(sends, polls).to_dict())
