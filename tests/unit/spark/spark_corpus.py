@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from conftest import History
+from spark_helpers import History
 
 K, K1 = "chaos/0", "chaos/1"
 

@@ -9,7 +9,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import History, write_run
+from spark_helpers import History, write_run
 
 from spark.errors import SparkReconcileError
 from spark.job import main, reconcile

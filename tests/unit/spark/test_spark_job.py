@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import core, write_run
 from spark_corpus import CORPUS
+from spark_helpers import core, write_run
 
 from spark.job import main, reconcile
 from spark.synthetic import SyntheticSpec, generate

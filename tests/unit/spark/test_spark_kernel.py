@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
-from conftest import core
 from spark_corpus import CORPUS
+from spark_helpers import core
 
 from checker import analyse
 from spark import kernel
@@ -60,7 +60,7 @@ def test_uncertain_info_ops_are_reported_when_split_by_key() -> None:
 
 
 def test_pandas_engine_merges_runs_with_prefixed_keys(tmp_path) -> None:
-    from conftest import write_run
+    from spark_helpers import write_run
 
     from spark.job import reconcile_runs
 
@@ -79,8 +79,8 @@ def test_pandas_engine_merges_runs_with_prefixed_keys(tmp_path) -> None:
 
 def test_partition_analysed_in_key_groups_gives_the_same_answer() -> None:
     """A partition larger than chunk_rows is analysed whole keys at a time: same findings."""
-    from conftest import History
     from spark_corpus import K1, K
+    from spark_helpers import History
 
     h = History()
     for i in range(40):

@@ -1,0 +1,74 @@
+"""Helpers for spark/ tests: what both engines must agree on, and a tiny history builder."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+FIELDS: dict[str, tuple[str, ...]] = {
+    "lost-write": ("key", "value", "offset", "index", "max_read_index"),
+    "unseen": ("key", "count", "values", "ops"),
+    "duplicate": ("key", "value", "count", "offsets", "indexes", "ops"),
+    "inconsistent-offsets": ("key", "offset", "index", "values", "ops"),
+    "G1a": ("key", "value", "offset", "ops"),
+}
+"""What must agree between the engines, per anomaly Spark computes."""
+
+
+def core(result: dict[str, Any]) -> dict[str, Any]:
+    """The part of a result both engines must agree on: counts and identifying fields of the five kinds."""
+    counts = {k: v for k, v in result["anomaly_counts"].items() if k in FIELDS}
+    anomalies = {
+        name: sorted(
+            (json.dumps({f: inst.get(f) for f in fields}, sort_keys=True)
+             for inst in result["anomalies"].get(name, [])),
+        )
+        for name, fields in FIELDS.items()
+    }
+    return {"anomaly_counts": counts, "anomalies": {k: v for k, v in anomalies.items() if v}}
+
+
+class History:
+    """A tiny history.jsonl builder (DESIGN.md §3): dense indexes, times 1 µs apart."""
+
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+
+    def event(self, process: Any, type_: str, f: str, value: Any) -> int:
+        i = len(self.events)
+        self.events.append({"index": i, "time": (i + 1) * 1000, "process": process, "type": type_, "f": f,
+                            "value": value})
+        return i
+
+    def send(self, p: int, records: list[tuple[str, int, int | None]], type_: str = "ok",
+             offsets_on_info: bool = False) -> int:
+        i = self.event(p, "invoke", "send", [["send", k, v] for k, v, _ in records])
+        if type_ == "ok" or offsets_on_info:
+            self.event(p, type_, "send", [["send", k, [o, v]] for k, v, o in records])
+        else:
+            self.event(p, type_, "send", [["send", k, v] for k, v, _ in records])
+        return i
+
+    def poll(self, p: int, records: dict[str, list[tuple[int, int]]]) -> int:
+        self.event(p, "invoke", "poll", [["poll"]])
+        result = {k: [list(r) for r in rs] for k, rs in records.items()}
+        return self.event(p, "ok", "poll", [["poll", result]])
+
+    def tables(self) -> tuple[pa.Table, pa.Table]:
+        from checker.tables import parse_history
+
+        self.event("harness", "info", "drain-complete", True)
+        data = "".join(json.dumps(e) + "\n" for e in self.events).encode()
+        t = parse_history(data)
+        return t.sends, t.polls
+
+
+def write_run(run_dir: Path, sends: pa.Table, polls: pa.Table) -> Path:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    pq.write_table(sends, run_dir / "sends.parquet")
+    pq.write_table(polls, run_dir / "polls.parquet")
+    return run_dir
