@@ -28,10 +28,11 @@ The plan — one scan of each table, one shuffle, one vectorised pass per partit
 
 Partitions: by default the shuffle is hash-partitioned into 200 (the most that keeps Spark's bypass-merge
 shuffle writer, several times faster than the sorting one) and adaptive query execution coalesces
-neighbours up to 16 MiB of (compressed) shuffle data, keeping at least one per core; a partition's rows stay
-a few million whatever the input's size, and a Python worker under about half a GiB. `shuffle_partitions`
-fixes the number instead. Bound: one key's rows must fit in one Python worker's memory (about 100 bytes a
-row while factorising), which holds for Kafka partitions of well over 10^7 records.
+neighbours up to 16 MiB of (compressed) shuffle data, keeping at least one per core; `shuffle_partitions`
+fixes the number instead. A Python worker holds its partition's Arrow input (~30 bytes a row) and works on
+whole keys ~2 million rows at a time (`kernel.CHUNK_ROWS`, ~100 bytes a row): 1.3 GB peak per worker at
+10^8 records over 64 keys. Bound: one key's rows must fit in a worker's memory, which holds for Kafka
+partitions of well over 10^7 records.
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ _ADAPTIVE = {
     "spark.sql.shuffle.partitions": str(INITIAL_PARTITIONS),
     "spark.sql.adaptive.enabled": "true",
     "spark.sql.adaptive.coalescePartitions.enabled": "true",
-    # ~16 MiB of compressed shuffle data is ~2-4 million rows: a Python worker stays under ~0.5 GiB.
+    # Small partitions (several per core) keep each Python worker's Arrow input small.
     "spark.sql.adaptive.advisoryPartitionSizeInBytes": "16m",
 }
 RESULT_FILE = "reconcile.json"
