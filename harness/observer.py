@@ -67,7 +67,9 @@ class Observer:
     def _sample(self, pool: ThreadPoolExecutor, consumer: Consumer, out: object) -> None:
         reader = self._reader
         described = self._read(pool, lambda: reader.describe(self.topic, attempts=1))
-        states = {s.partition: s for s in described or []}
+        if described is None:
+            return  # nothing was read: a sample of nulls would read as "no leader"
+        states = {s.partition: s for s in described}
         controller = self._read(pool, reader.quorum_leader)
         time_ns = self.clock()  # when the state was read, not when the sample began
         lines = []

@@ -26,7 +26,7 @@ def test_single_broker_failure_new_leader_from_isr_no_loss_and_rejoin(chaos_run)
     victim = kill["value"]["nodes"][0]
     key = key_of(result)
     changes = leader_changes(result, key)
-    before = [c for c in changes if c[0] < kill["time"]][-1]
+    before = [c for c in changes if c[0] < kill["time"] and c[1] is not None][-1]
     assert before[1] == victim
     after = [c for c in changes if kill["time"] < c[0] < restart["time"] and c[1] is not None]
     assert after and after[0][1] != victim and after[0][1] in (before[2] or []), "new leader from the old ISR"
