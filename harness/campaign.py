@@ -25,7 +25,7 @@ import json
 import os
 import time
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -55,7 +55,6 @@ class Campaign:
     campaign_id: str
     runs: list[PlannedRun]
     source: Path
-    results: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def load_campaign(path: Path) -> Campaign:

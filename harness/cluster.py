@@ -37,7 +37,7 @@ from harness import settings
 from harness.engine import docker_client
 from harness.errors import ClusterError
 from harness.images import BASE_IMAGE, TOXIPROXY_IMAGE, kafka_image, require_image
-from harness.state import PartitionState, describe_partitions, quorum_leader
+from harness.state import PartitionState, describe_partitions, forget, quorum_leader
 
 RUN_LABEL = "io.kafka-chaos.run"
 ROLE_LABEL = "io.kafka-chaos.role"
@@ -401,6 +401,7 @@ class KafkaCluster:
 
     def stop(self) -> None:
         """Remove every container, the network and the data volumes. Safe to call twice."""
+        forget(self.bootstrap_servers(direct=True))  # its cached admin connection dies with it
         for node in self.nodes.values():
             node.remove()
         if self.toxiproxy is not None:
