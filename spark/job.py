@@ -196,7 +196,13 @@ class _Job:
         try:
             for name, value in settings.items():
                 conf.set(name, value)
-            rows_out: list[dict[str, Any]] = found.toArrow().to_pylist()
+            if hasattr(found, "toArrow"):  # Spark ≥ 4.0
+                table = found.toArrow()
+            else:  # Spark 3.5: the same, not yet public
+                import pyarrow as pa
+
+                table = pa.Table.from_batches(found._collect_as_arrow(), schema=kernel.FINDINGS_SCHEMA)
+            rows_out: list[dict[str, Any]] = table.to_pylist()
             return rows_out
         except Exception as exc:
             raise _job_error(exc) from None
