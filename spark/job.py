@@ -196,13 +196,7 @@ class _Job:
         try:
             for name, value in settings.items():
                 conf.set(name, value)
-            if hasattr(found, "toArrow"):  # Spark ≥ 4.0
-                table = found.toArrow()
-            else:  # Spark 3.5: the same, not yet public
-                import pyarrow as pa
-
-                table = pa.Table.from_batches(found._collect_as_arrow(), schema=kernel.FINDINGS_SCHEMA)
-            rows_out: list[dict[str, Any]] = table.to_pylist()
+            rows_out: list[dict[str, Any]] = _to_arrow(found).to_pylist()
             return rows_out
         except Exception as exc:
             raise _job_error(exc) from None
@@ -212,6 +206,21 @@ class _Job:
                     conf.unset(name)
                 else:
                     conf.set(name, old)
+
+
+def _to_arrow(df: Any) -> Any:
+    """Collect a (small) DataFrame as a pyarrow Table: `toArrow` on Spark ≥ 4.0, its private forerunner on
+    3.5."""
+    if hasattr(df, "toArrow"):
+        return df.toArrow()
+    import pyarrow as pa
+
+    batches = df._collect_as_arrow()
+    if batches:
+        return pa.Table.from_batches(batches)
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(df.schema).empty_table()
 
 
 def _job_error(exc: Exception) -> SparkReconcileError:
@@ -266,8 +275,8 @@ def _settle_uncertain(
                 .join(ok_reads, ["key", "value"], "left_semi")
                 .select("op_index")
                 .distinct()
-                .toArrow()
             )
+            read_ops = _to_arrow(read_ops)
         except Exception as exc:
             raise _job_error(exc) from None
         committed = sorted({o + shift for o in read_ops.column("op_index").to_pylist()})
