@@ -38,6 +38,7 @@ from harness.engine import docker_client
 from harness.errors import ClusterError
 from harness.images import BASE_IMAGE, TOXIPROXY_IMAGE, kafka_image, require_image
 from harness.state import PartitionState, describe_partitions, forget, quorum_leader
+from workloads.recorder import client_logger
 
 RUN_LABEL = "io.kafka-chaos.run"
 ROLE_LABEL = "io.kafka-chaos.role"
@@ -461,7 +462,8 @@ class KafkaCluster:
         return ",".join(f"127.0.0.1:{p}" for p in ports)
 
     def admin_config(self) -> dict[str, Any]:
-        return {"bootstrap.servers": self.bootstrap_servers(direct=True), "socket.timeout.ms": 5000}
+        return {"bootstrap.servers": self.bootstrap_servers(direct=True), "socket.timeout.ms": 5000,
+                "logger": client_logger()}
 
     def live_broker_ids(self) -> set[int]:
         from confluent_kafka.admin import AdminClient
