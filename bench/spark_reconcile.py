@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-SEEDED = {"lost_write": 10, "unseen": 5, "duplicate": 10, "inconsistent_offsets": 10, "g1a": 10}
+SEEDED: dict[str, Any] = {"lost_write": 10, "unseen": 5, "duplicate": 10, "inconsistent_offsets": 10, "g1a": 10}
 
 
 @dataclass

@@ -80,10 +80,10 @@ def analysis(ops: list[Op]) -> dict[str, Any]:
                 duplicate.add((k, v, tuple(os_)))
 
     lost = set()
-    for k, vs in ok_reads.items():
-        bound = max((first_index[k][v] for v in vs if v in first_index[k]), default=-1)
+    for k, read_vs in ok_reads.items():
+        bound = max((first_index[k][v] for v in read_vs if v in first_index[k]), default=-1)
         for v, last in last_index[k].items():
-            if last <= bound and v not in vs and committed(writer_of[(k, v)]):
+            if last <= bound and v not in read_vs and committed(writer_of[(k, v)]):
                 lost.add((k, v))
 
     sent: dict[str, set[int]] = defaultdict(set)

@@ -108,7 +108,9 @@ def test_seeded_history_agrees_with_checker(spark_session: Any, seeded: tuple[Pa
 
 
 def test_split_files_and_several_runs_match_combined(spark_session: Any, tmp_path: Path) -> None:
-    base = dict(records=100_000, keys=8, lost_write=3, unseen=2, duplicate=2, inconsistent_offsets=2, g1a=2)
+    base: dict[str, Any] = dict(
+        records=100_000, keys=8, lost_write=3, unseen=2, duplicate=2, inconsistent_offsets=2, g1a=2
+    )
     one = generate(tmp_path / "a-one", SyntheticSpec(seed=3, chunk_rows=100_000, **base))
     generate(tmp_path / "a-split", SyntheticSpec(seed=3, chunk_rows=8_000, split=True, **base))
     generate(tmp_path / "b", SyntheticSpec(seed=4, chunk_rows=30_000, **base))
