@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 import numpy as np
 
-from checker.context import BOOL, I64, Context
+from checker.context import BOOL, I64, Context, deltas, op_key_order
 
 MAX_LISTED = 1000
 """Lists that can grow with the run (`skipped`) keep at most this many values; `delta` has the full size."""
@@ -40,3 +41,22 @@ def with_ops(instance: dict[str, object], refs: Iterable[tuple[int, int]]) -> di
     instance["ops"] = [o for o, _ in ordered]
     instance["times"] = [t for _, t in ordered]
     return instance
+
+
+def within_op_steps(ctx: Context, table: str, cols: Any) -> Iterator[tuple[int, int, int, int, list[int] | None]]:
+    """Successive records of one key inside one op (of `table`, "sends" or "polls", whose columns are `cols`)
+    whose positions in the version order are not consecutive: (row a, row b, key, delta, skipped values when
+    delta > 1). The shared scan behind the int-*-skip and int-nonmonotonic-* anomalies."""
+    if len(cols) < 2:
+        return
+    order = op_key_order(ctx, table)
+    op, key = cols.op[order], cols.key[order]
+    idx = ctx.vo.by_value[cols.pid[order]]
+    same = np.zeros(len(order), dtype=bool)
+    same[1:] = (op[1:] == op[:-1]) & (key[1:] == key[:-1])
+    d = np.zeros(len(order), dtype=np.int64)
+    d[1:] = deltas(idx[:-1], idx[1:])
+    for j in np.flatnonzero(same & ((d > 1) | (d < 1))).tolist():
+        delta, k = int(d[j]), int(key[j])
+        skipped = ctx.vo.values_between(k, int(idx[j - 1]), int(idx[j]), MAX_LISTED) if delta > 1 else None
+        yield int(order[j - 1]), int(order[j]), k, delta, skipped

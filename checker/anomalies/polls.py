@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from checker.anomalies._common import MAX_LISTED
+from checker.anomalies._common import MAX_LISTED, within_op_steps
 from checker.context import Context, deltas, op_key_order, sort_by
 
 
@@ -27,19 +27,7 @@ def int_poll_skip_nonmonotonic_cases(ctx: Context) -> dict[str, list[dict[str, A
     """
     p = ctx.polls
     out: dict[str, list[dict[str, Any]]] = {"int-poll-skip": [], "int-nonmonotonic-poll": []}
-    if len(p) < 2:
-        return out
-    order = op_key_order(ctx, "polls")
-    op, key = p.op[order], p.key[order]
-    idx = ctx.vo.by_value[p.pid[order]]
-    same = np.zeros(len(order), dtype=bool)
-    same[1:] = (op[1:] == op[:-1]) & (key[1:] == key[:-1])
-    d = np.zeros(len(order), dtype=np.int64)
-    d[1:] = deltas(idx[:-1], idx[1:])
-    for j in np.flatnonzero(same & ((d > 1) | (d < 1))).tolist():
-        a, b = int(order[j - 1]), int(order[j])
-        delta = int(d[j])
-        k = int(key[j])
+    for a, b, k, delta, skipped in within_op_steps(ctx, "polls", p):
         inst: dict[str, Any] = {
             "key": ctx.keys[k],
             "process": int(p.process[b]),
@@ -47,8 +35,8 @@ def int_poll_skip_nonmonotonic_cases(ctx: Context) -> dict[str, list[dict[str, A
             "offsets": [int(p.offset[a]), int(p.offset[b])],
             "delta": delta,
         }
-        if delta > 1:
-            inst["skipped"] = ctx.vo.values_between(k, int(idx[j - 1]), int(idx[j]), MAX_LISTED)
+        if skipped is not None:
+            inst["skipped"] = skipped
         inst["ops"] = [int(p.op[b])]
         inst["times"] = [int(p.time[b])]
         out["int-poll-skip" if delta > 1 else "int-nonmonotonic-poll"].append(inst)

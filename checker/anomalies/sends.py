@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from checker.anomalies._common import MAX_LISTED
+from checker.anomalies._common import within_op_steps
 from checker.context import FAIL, Context, deltas, op_key_order, sort_by
 
 
@@ -32,19 +32,7 @@ def int_send_skip_nonmonotonic_cases(ctx: Context) -> dict[str, list[dict[str, A
     """
     s = ctx.sends
     out: dict[str, list[dict[str, Any]]] = {"int-send-skip": [], "int-nonmonotonic-send": []}
-    if len(s) < 2:
-        return out
-    order = op_key_order(ctx, "sends")
-    op, key = s.op[order], s.key[order]
-    idx = ctx.vo.by_value[s.pid[order]]
-    same = np.zeros(len(order), dtype=bool)
-    same[1:] = (op[1:] == op[:-1]) & (key[1:] == key[:-1])
-    d = np.zeros(len(order), dtype=np.int64)
-    d[1:] = deltas(idx[:-1], idx[1:])
-    for j in np.flatnonzero(same & ((d > 1) | (d < 1))).tolist():
-        a, b = int(order[j - 1]), int(order[j])
-        delta = int(d[j])
-        k = int(key[j])
+    for a, b, k, delta, skipped in within_op_steps(ctx, "sends", s):
         inst: dict[str, Any] = {
             "key": ctx.keys[k],
             "process": int(s.process[b]),
@@ -52,8 +40,8 @@ def int_send_skip_nonmonotonic_cases(ctx: Context) -> dict[str, list[dict[str, A
             "offsets": [_offset(ctx, a), _offset(ctx, b)],
             "delta": delta,
         }
-        if delta > 1:
-            inst["skipped"] = ctx.vo.values_between(k, int(idx[j - 1]), int(idx[j]), MAX_LISTED)
+        if skipped is not None:
+            inst["skipped"] = skipped
         inst["ops"] = [int(s.op[b])]
         inst["times"] = [int(s.time[b])]
         out["int-send-skip" if delta > 1 else "int-nonmonotonic-send"].append(inst)
