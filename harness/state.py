@@ -2,16 +2,30 @@
 
 kafka-python ≥ 3.0 is used here because its DescribeTopicPartitions (KIP-966) returns ELR and the leader epoch,
 which confluent-kafka's admin client does not; its DescribeQuorum gives the active controller.
+
+Every broker answers DescribeTopicPartitions from its own metadata cache, and a broker cut off from the controllers
+keeps serving the view it had when it was cut off (an isolated follower still lists itself in the ISR). A client
+sticks to one connection, so a reader that happened to pick that broker would see the stale view for as long as
+the fault lasts. The reader therefore asks every broker at once and keeps, per partition, the view at the highest
+leader epoch that the most brokers share.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from kafka.admin import KafkaAdminClient
+from kafka.protocol.admin import DescribeTopicPartitionsRequest
+
+# kafka-python logs every refused connection and failed metadata refresh at WARNING/ERROR; under a nemesis those
+# are the expected state of affairs, and the harness reports what matters itself.
+logging.getLogger("kafka").setLevel(logging.CRITICAL)
 
 
 @dataclass(frozen=True)
@@ -51,6 +65,9 @@ class StateReader:
                 bootstrap_servers=self._bootstrap.split(","),
                 request_timeout_ms=self._timeout_ms,
                 client_id="kafka-chaos-observer",
+                # a restarted broker must come back into the list of brokers asked, within seconds
+                metadata_max_age_ms=2000,
+                reconnect_backoff_max_ms=1000,
             )
         return self._admin
 
@@ -60,49 +77,113 @@ class StateReader:
         with self._lock:
             for attempt in range(attempts):
                 try:
-                    return getattr(self._client(), fn)(*args)
+                    return getattr(self, fn)(*args)
                 except Exception:
                     self.close()
                     if attempt == attempts - 1:
                         raise
         raise AssertionError("unreachable")
 
-    def describe(self, topic: str, attempts: int = 3) -> list[PartitionState]:
-        result = self._call("describe_topic_partitions", [topic], attempts=attempts)
-        states: list[PartitionState] = []
-        for t in result["topics"]:
-            if t["error_code"]:
-                continue
-            for p in t["partitions"]:
-                leader = p["leader_id"]
-                elr, lkelr = p["eligible_leader_replicas"], p["last_known_elr"]
-                states.append(
-                    PartitionState(
-                        topic=t["name"],
-                        partition=p["partition_index"],
-                        leader=leader if leader is not None and leader >= 0 else None,
-                        leader_epoch=p["leader_epoch"],
-                        replicas=tuple(p["replica_nodes"]),
-                        isr=tuple(p["isr_nodes"]),
-                        elr=tuple(elr) if elr is not None else (),
-                        last_known_elr=tuple(lkelr) if lkelr is not None else (),
-                    )
+    def _describe_on_every_broker(self, topic: str) -> dict[int, list[PartitionState]]:
+        """DescribeTopicPartitions sent to each known broker concurrently; brokers that fail or time out are left
+        out. kafka-python's public call always goes to one connection, so this uses its connection manager's
+        `send(request, node_id=...)` — the one way it offers to address a given broker."""
+        admin = self._client()
+        manager = admin._manager
+        node_ids = sorted(b.node_id for b in manager.cluster.brokers())
+        if not node_ids:  # no metadata yet: one public call fetches it
+            admin.describe_cluster()
+            node_ids = sorted(b.node_id for b in manager.cluster.brokers())
+
+        async def ask_all() -> dict[int, Any]:
+            pending = {
+                node: manager.send(
+                    DescribeTopicPartitionsRequest(
+                        topics=[DescribeTopicPartitionsRequest.TopicRequest(name=topic)],
+                        response_partition_limit=2000,
+                        cursor=None,
+                    ),
+                    node_id=node,
+                    request_timeout_ms=self._timeout_ms,
                 )
-        return sorted(states, key=lambda s: s.partition)
+                for node in node_ids
+            }
+            answers: dict[int, Any] = {}
+            for node, future in pending.items():
+                with contextlib.suppress(Exception):
+                    answers[node] = await future
+            return answers
+
+        answers = manager.run(ask_all)
+        views = {node: _states_of(response) for node, response in answers.items()}
+        views = {node: states for node, states in views.items() if states}
+        if not views:
+            raise ConnectionError(f"no broker of {node_ids} described {topic}")
+        return views
+
+    def describe(self, topic: str, attempts: int = 3) -> list[PartitionState]:
+        views: dict[int, list[PartitionState]] = self._call("_describe_on_every_broker", topic, attempts=attempts)
+        return freshest(views.values())
 
     def quorum_leader(self) -> int | None:
-        result = self._call("describe_metadata_quorum")
+        result = self._call("_describe_metadata_quorum")
         for topic in result.get("topics", []):
             for p in topic.get("partitions", []):
                 leader = p.get("leader_id")
                 return int(leader) if leader is not None and leader >= 0 else None
         return None
 
+    def _describe_metadata_quorum(self) -> Any:
+        return self._client().describe_metadata_quorum()
+
     def close(self) -> None:
         if self._admin is not None:
             with contextlib.suppress(Exception):
                 self._admin.close()
             self._admin = None
+
+
+def _states_of(response: Any) -> list[PartitionState]:
+    states: list[PartitionState] = []
+    for t in response.topics:
+        if t.error_code:
+            continue
+        for p in t.partitions:
+            if p.error_code:
+                continue
+            leader = p.leader_id
+            elr, lkelr = p.eligible_leader_replicas, p.last_known_elr
+            states.append(
+                PartitionState(
+                    topic=t.name,
+                    partition=p.partition_index,
+                    leader=leader if leader is not None and leader >= 0 else None,
+                    leader_epoch=p.leader_epoch,
+                    replicas=tuple(p.replica_nodes),
+                    isr=tuple(p.isr_nodes),
+                    elr=tuple(elr) if elr else (),
+                    last_known_elr=tuple(lkelr) if lkelr else (),
+                )
+            )
+    return sorted(states, key=lambda s: s.partition)
+
+
+def freshest(views: Iterable[list[PartitionState]]) -> list[PartitionState]:
+    """Per partition, the state at the highest leader epoch that the most brokers report (first seen on a tie).
+
+    A new leader always comes with a higher epoch, so a cut-off broker's old leader loses; an ISR change keeps the
+    epoch, and then the brokers still in touch with the controllers outvote the cut-off minority."""
+    by_partition: dict[int, list[PartitionState]] = {}
+    for view in views:
+        for state in view:
+            by_partition.setdefault(state.partition, []).append(state)
+    chosen: list[PartitionState] = []
+    for partition in sorted(by_partition):
+        candidates = by_partition[partition]
+        top_epoch = max(s.leader_epoch if s.leader_epoch is not None else -1 for s in candidates)
+        at_top = [s for s in candidates if (s.leader_epoch if s.leader_epoch is not None else -1) == top_epoch]
+        chosen.append(Counter(at_top).most_common(1)[0][0])
+    return chosen
 
 
 _readers: dict[str, StateReader] = {}

@@ -70,8 +70,8 @@ def test_kill_leader_elects_from_isr_and_restarted_node_rejoins_with_data(
 
 def assert_leaves_isr_under_writes(cluster: KafkaCluster, topic: str, follower: int) -> None:
     """The leader shrinks the ISR only for a follower that falls behind, so keep writing while waiting.
-    An isolated broker still answers the harness (clients are not partitioned) from its stale metadata, where
-    it is still in the ISR; a read that shows it out of the ISR is the fresh view, so one such read is enough."""
+    (An isolated broker still answers clients from its stale metadata, where it is still in the ISR; the harness's
+    reader outvotes it with the brokers still in touch with the controllers — harness.state.freshest.)"""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if follower not in cluster.partition_states(topic)[0].isr:
