@@ -201,18 +201,21 @@ def reconcile(
     out: Annotated[Path | None, typer.Option(help="Write reconcile.json here")] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
-    """Reconcile produced vs consumed records of one or many runs; same output shape as `check --json`."""
-    from spark.job import reconcile_runs
+    """Reconcile produced vs consumed records of one or many runs; same output shape as `check --json`.
+    Exit 1 on violations."""
+    from harness.reconcile import reconcile as reconcile_with_verdicts
 
     if engine not in ("pandas", "spark"):
         raise typer.BadParameter(f"--engine must be pandas or spark, not {engine!r}")
-    results = reconcile_runs(run_dirs, engine=engine, master=master, out=out)
+    results = reconcile_with_verdicts(run_dirs, engine=engine, master=master, out=out)
     if as_json:
         print(json.dumps(results, indent=2, default=str))
     else:
         for name, n in sorted(results.get("anomaly_counts", {}).items()):
             console.print(f"{name}: {n}")
-        console.print(f"valid={results.get('valid')}")
+        console.print(f"valid={results.get('valid')}, violations={len(results['violations'])}")
+    if results["violations"]:
+        raise typer.Exit(1)
 
 
 @app.command()

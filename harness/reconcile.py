@@ -1,0 +1,75 @@
+"""`kafka-chaos reconcile`: either engine's reconciliation, then verdicts from each run's own configuration.
+
+`spark/` finds anomalies and nothing more (DESIGN.md §1 keeps it to the checker's schema and names), so the
+verdicts — whether Kafka, configured as the run was, permits each anomaly — are given here, for both engines
+alike, the way `checker.run.check_run` gives them: the configuration from the history's `run-start` event, the
+fault windows from the run's `results.json` (written by `kafka-chaos check` / `run`), unclean elections from
+the observer's `state.jsonl`. A run folder without them is judged as Kafka's defaults with no faults, and the
+reasons say so.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from checker.run import RESULTS_FILE
+from checker.tables import HISTORY_FILE, read_state_samples
+from checker.verdicts import apply_verdicts, load_judge, verdict_inputs
+
+RECONCILE_FILE = "reconcile.json"
+
+
+def reconcile(
+    run_dirs: list[str], *, engine: str, master: str | None, out: Path | None = None
+) -> dict[str, Any]:
+    from spark.job import reconcile_runs
+
+    result = reconcile_runs(run_dirs, engine=engine, master=master)
+    judge_reconciled(result, run_dirs)
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / RECONCILE_FILE).write_text(json.dumps(result, indent=2, default=str) + "\n")
+    return result
+
+
+def judge_reconciled(result: dict[str, Any], run_dirs: list[str]) -> None:
+    """Label every listed instance with its run's verdict and replace `violations` (in place).
+    With several runs the engines prefix keys with `<run id>/`, which says whose configuration applies."""
+    runs = {Path(d.removeprefix("file://")).name: Path(d.removeprefix("file://")) for d in run_dirs}
+    prefixed = len(run_dirs) > 1
+    judge = load_judge()
+    violations: list[dict[str, Any]] = []
+    for run, run_dir in runs.items():
+        mine = {
+            name: [i for i in instances if not prefixed or str(i.get("key", "")).startswith(f"{run}/")]
+            for name, instances in result.get("anomalies", {}).items()
+        }
+        config, faults = verdict_inputs(_run_start(run_dir), _faults(run_dir), read_state_samples(run_dir))
+        violations += apply_verdicts(
+            mine, config=config, faults=faults, judge=judge, complete=bool(result.get("complete", True))
+        )
+    result["violations"] = sorted(violations, key=lambda v: (v["name"], str(v.get("key")), v.get("value", -1)))
+
+
+def _run_start(run_dir: Path) -> dict[str, Any] | None:
+    """The resolved scenario: the value of the history's first event when that is `run-start`."""
+    try:
+        with (run_dir / HISTORY_FILE).open("rb") as fh:
+            first = orjson.loads(fh.readline())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    value = first.get("value") if isinstance(first, dict) and first.get("f") == "run-start" else None
+    return value if isinstance(value, dict) else None
+
+
+def _faults(run_dir: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads((run_dir / RESULTS_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    faults = data.get("faults") if isinstance(data, dict) else None
+    return faults if isinstance(faults, dict) else None

@@ -1,0 +1,61 @@
+"""Verdicts on reconciled results come from each run's own configuration and faults (harness.reconcile)."""
+
+import json
+from pathlib import Path
+from typing import Any
+
+from harness.reconcile import judge_reconciled
+
+ISOLATION = {
+    "end_time": 30_000_000_000,
+    "windows": [
+        {"f": "partition", "value": {"shape": "isolate"}, "nodes": [3], "start": 5_000_000_000,
+         "end": 18_000_000_000, "heal": "heal", "index": 10, "error": None}
+    ],
+}
+
+
+def run_dir(root: Path, name: str, acks: str, faults: dict[str, Any] | None) -> str:
+    d = root / name
+    d.mkdir()
+    start = {"index": 0, "time": 0, "process": "harness", "type": "info", "f": "run-start",
+             "value": {"name": name, "topic": {"replication_factor": 3, "min_insync_replicas": 2,
+                                               "unclean_leader_election": False},
+                       "workload": {"acks": acks}}}
+    (d / "history.jsonl").write_text(json.dumps(start) + "\n")
+    if faults is not None:
+        (d / "results.json").write_text(json.dumps({"faults": faults}))
+    return str(d)
+
+
+def lost(key: str, value: int) -> dict[str, Any]:
+    return {"key": key, "value": value, "offset": value, "process": 1}
+
+
+def test_lost_write_is_permitted_for_acks_1_with_leader_isolation(tmp_path: Path) -> None:
+    run = run_dir(tmp_path, "acks1", "1", ISOLATION)
+    result: dict[str, Any] = {"complete": True, "anomalies": {"lost-write": [lost("t/0", 4)]}, "violations": []}
+    judge_reconciled(result, [run])
+    instance = result["anomalies"]["lost-write"][0]
+    assert instance["verdict"] == "permitted" and "acks=1" in instance["reason"]
+    assert result["violations"] == []
+
+
+def test_lost_write_is_a_violation_for_acks_all(tmp_path: Path) -> None:
+    run = run_dir(tmp_path, "acksall", "all", ISOLATION)
+    result: dict[str, Any] = {"complete": True, "anomalies": {"lost-write": [lost("t/0", 4)]}, "violations": []}
+    judge_reconciled(result, [run])
+    assert [(v["name"], v["key"], v["value"]) for v in result["violations"]] == [("lost-write", "t/0", 4)]
+
+
+def test_several_runs_are_judged_each_by_its_own_configuration(tmp_path: Path) -> None:
+    runs = [run_dir(tmp_path, "acks1", "1", ISOLATION), run_dir(tmp_path, "acksall", "all", ISOLATION)]
+    result: dict[str, Any] = {
+        "complete": True,
+        "anomalies": {"lost-write": [lost("acks1/t/0", 4), lost("acksall/t/0", 7)]},
+        "violations": [],
+    }
+    judge_reconciled(result, runs)
+    verdicts = {i["key"]: i["verdict"] for i in result["anomalies"]["lost-write"]}
+    assert verdicts == {"acks1/t/0": "permitted", "acksall/t/0": "violation"}
+    assert [v["key"] for v in result["violations"]] == ["acksall/t/0"]
