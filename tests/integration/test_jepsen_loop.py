@@ -145,8 +145,11 @@ def test_every_link_fault_kind_through_toxiproxy_and_nothing_left_behind(tmp_pat
 
 
 def _cli(*args: str, **kw) -> subprocess.Popen:
+    """The CLI as a user's terminal starts it. A suite started as a background job (`make test &`, nohup)
+    inherits SIGINT ignored, and so would the child: give it the default, as an interactive shell does."""
     return subprocess.Popen([sys.executable, "-m", "harness.cli", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, **kw)
+                            stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL), **kw)
 
 
 def test_sigint_during_run_leaves_checkable_incomplete_history_and_no_containers(tmp_path, kafka_chaos_pool) -> None:
