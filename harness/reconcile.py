@@ -5,7 +5,8 @@ verdicts — whether Kafka, configured as the run was, permits each anomaly — 
 alike, the way `checker.run.check_run` gives them: the configuration from the history's `run-start` event, the
 fault windows from the run's `results.json` (written by `kafka-chaos check` / `run`), unclean elections from
 the observer's `state.jsonl`. A run folder without them is judged as Kafka's defaults with no faults, and the
-reasons say so.
+reasons say so. Spark's `duplicate` instances lack the checker's `send_ms`; it is looked up here in the run's
+sends table for the few instances listed.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from checker.run import RESULTS_FILE
 from checker.tables import HISTORY_FILE, read_state_samples
@@ -48,11 +51,35 @@ def judge_reconciled(result: dict[str, Any], run_dirs: list[str]) -> None:
             name: [i for i in instances if not prefixed or str(i.get("key", "")).startswith(f"{run}/")]
             for name, instances in result.get("anomalies", {}).items()
         }
+        _fill_send_ms(run_dir, mine.get("duplicate", []), f"{run}/" if prefixed else "")
         config, faults = verdict_inputs(_run_start(run_dir), _faults(run_dir), read_state_samples(run_dir))
         violations += apply_verdicts(
             mine, config=config, faults=faults, judge=judge, complete=bool(result.get("complete", True))
         )
     result["violations"] = sorted(violations, key=lambda v: (v["name"], str(v.get("key")), v.get("value", -1)))
+
+
+def _fill_send_ms(run_dir: Path, duplicates: list[dict[str, Any]], key_prefix: str) -> None:
+    """The checker's `send_ms` (longest completed send of the value) for instances that lack it."""
+    missing = [d for d in duplicates if "send_ms" not in d]
+    if not missing:
+        return
+    try:
+        sends = pq.read_table(
+            run_dir / "sends.parquet",
+            columns=["key", "value", "invoke_time", "complete_time"],
+            filters=[("value", "in", sorted({int(d["value"]) for d in missing}))],
+        )
+    except (OSError, ValueError):
+        return
+    took = pc.subtract(sends["complete_time"], sends["invoke_time"]).to_pylist()
+    longest: dict[tuple[str, int], int] = {}
+    for key, value, ns in zip(sends["key"].to_pylist(), sends["value"].to_pylist(), took, strict=True):
+        if ns is not None:
+            longest[(key, value)] = max(longest.get((key, value), 0), ns)
+    for d in missing:
+        ns = longest.get((str(d["key"]).removeprefix(key_prefix), int(d["value"])))
+        d["send_ms"] = ns // 1_000_000 if ns is not None else None
 
 
 def _run_start(run_dir: Path) -> dict[str, Any] | None:

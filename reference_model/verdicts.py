@@ -111,11 +111,13 @@ class RunConfig:
     unclean: bool = False
     elr: bool = False
     kafka_version: str | None = None
+    request_timeout_ms: int = 30000
+    """The producer's request.timeout.ms (librdkafka's default 30 s)."""
 
     @classmethod
     def from_scenario(cls, d: Mapping[str, Any]) -> RunConfig:
         """From a resolved scenario dict (``[topic] replication_factor, min_insync_replicas,
-        unclean_leader_election, configs``, ``[workload] acks, idempotence, retries``, ``[cluster]
+        unclean_leader_election, configs``, ``[workload] acks, idempotence, retries, request_timeout_ms``, ``[cluster]
         kafka_version, elr``, top-level ``kafka_settings``). Lenient: missing keys take Kafka's defaults,
         and flat keys (``acks``, ``rf``, ``min_insync``…) are accepted too."""
         topic, workload, cluster = _section(d, "topic"), _section(d, "workload"), _section(d, "cluster")
@@ -163,6 +165,7 @@ class RunConfig:
             ),
             elr=elr,
             kafka_version=str(kafka_version) if kafka_version is not None else None,
+            request_timeout_ms=_as_int(_first(workload.get("request_timeout_ms"), d.get("request_timeout_ms")), 30000),
         )
 
     @classmethod
@@ -556,12 +559,22 @@ def _inconsistent_offsets(i: Mapping[str, Any], cfg: RunConfig, known: bool, fau
     return v
 
 
-def _duplicate(_i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: FaultSummary) -> Verdict:
+def _duplicate(i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: FaultSummary) -> Verdict:
     note = _config_note(known)
     if duplicates_possible(cfg.idempotence, cfg.retries):
         return _permitted(
             "idempotence off with retries: a send whose first attempt was appended but not acknowledged is "
             f"retried and written twice{note}"
+        )
+    send_ms = i.get("send_ms")
+    if cfg.idempotence and isinstance(send_ms, int) and send_ms >= cfg.request_timeout_ms:
+        # Kafka de-duplicates by producer id, epoch and sequence; a bumped epoch starts a new sequence.
+        return _permitted(
+            f"enable.idempotence=true, but the send took {send_ms} ms, past request.timeout.ms="
+            f"{cfg.request_timeout_ms}: the client gave up on a request the leader had appended (possibly "
+            "persisted), and after a drain librdkafka bumps the producer epoch and re-sends such messages with "
+            "new sequence numbers, which the leader cannot recognise as retries (librdkafka INTRODUCTION.md, "
+            f"Idempotent Producer: message timeouts and error handling){note}"
         )
     if cfg.idempotence:
         return _violation(

@@ -79,7 +79,9 @@ def duplicate_cases(ctx: Context) -> list[dict[str, Any]]:
     idempotence, or a log rewritten after a divergence.
 
     Instance: `key`, `value`, `count` (number of offsets), `offsets` (Kafka offsets, ascending), `indexes`
-    (their dense positions), and the `ops` that sent or read the value at any of them, with `times`.
+    (their dense positions), `send_ms` (the longest completed send of the value, invoke to completion, in ms;
+    None when none completed: whether the client can have timed a request out), and the `ops` that sent or
+    read the value at any of them, with `times`.
     """
     vo = ctx.vo
     # A value is at two offsets exactly when the first and last log groups it is seen in differ.
@@ -101,6 +103,10 @@ def duplicate_cases(ctx: Context) -> list[dict[str, Any]]:
     s, p = ctx.sends, ctx.polls
     s_rows = is_dup[s.pid]
     p_rows = is_dup[p.pid]
+    send_ns: dict[int, int] = {}
+    done = s_rows & (s.complete_time >= 0)
+    for pid, took in zip(s.pid[done].tolist(), (s.complete_time[done] - s.invoke_time[done]).tolist(), strict=True):
+        send_ns[pid] = max(send_ns.get(pid, 0), took)
     refs = refs_by(
         np.concatenate([s.pid[s_rows], p.pid[p_rows]]),
         np.concatenate([s.op[s_rows], p.op[p_rows]]),
@@ -117,6 +123,7 @@ def duplicate_cases(ctx: Context) -> list[dict[str, Any]]:
                     "count": len(offsets[pid]),
                     "offsets": offsets[pid],
                     "indexes": indexes[pid],
+                    "send_ms": send_ns[pid] // 1_000_000 if pid in send_ns else None,
                 },
                 refs[pid],
             )

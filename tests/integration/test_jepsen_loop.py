@@ -70,6 +70,39 @@ def test_acks1_isolated_leader_loses_acknowledged_writes(chaos_run) -> None:
     assert (result.run_dir / "report.png").stat().st_size > 20_000
 
 
+SUBSCRIBERS: dict[str, Any] = {
+    "name": "subscribe-group",
+    "seed": 31,
+    "duration_s": 20,
+    "cluster": {"nodes": 3},
+    "topic": {"partitions": 4, "replication_factor": 3, "min_insync_replicas": 2},
+    "workload": {"producers": 1, "rate": 200, "consumers": 2, "consumer_mode": "subscribe"},
+    "faults": {"schedule": [{"kind": "kill", "target": "leader", "at_s": 6, "duration_s": 4}]},
+}
+
+
+def test_subscribe_consumers_share_the_group_and_their_rebalances_are_not_violations(chaos_run) -> None:
+    result = chaos_run(SUBSCRIBERS)
+    events = history(result)
+    subscribers = {e["process"] for e in events if e["f"] == "subscribe" and e["type"] == "ok"}
+    assert len(subscribers) == 2
+    assert sorted(result.results["run"]["subscribe_processes"]) == sorted(subscribers)
+    # one group: each record goes to one of the two (re-reads after a rebalance aside), and both get some
+    reads: list[tuple[str, int]] = []
+    readers: set[int] = set()
+    for e in events:
+        if e["f"] == "poll" and e["type"] == "ok" and e["process"] in subscribers:
+            got = [(k, offset) for k, records in e["value"][0][1].items() for offset, _ in records]
+            reads += got
+            readers |= {e["process"]} if got else set()
+    assert readers == subscribers
+    assert len(reads) < 1.5 * len(set(reads)), "each record read by both consumers: not one group"
+    assert result.results["complete"] is True
+    assert result.results["violations"] == [], result.results["anomaly_counts"]
+    for name in ("poll-skip", "nonmonotonic-poll"):  # rebalances may move positions: allowed, not bad
+        assert all(not i["bad"] for i in result.results["anomalies"].get(name, []))
+
+
 NODE_FAULTS: dict[str, Any] = {
     "name": "every-node-fault",
     "seed": 21,

@@ -147,6 +147,20 @@ def test_duplicate(tmp_path: Path) -> None:
     }
 
 
+def test_duplicate_carries_its_longest_send(tmp_path: Path) -> None:
+    """The verdicts ask whether the client can have timed a request out: `send_ms` is the longest completed
+    send of the duplicated value, invoke to completion."""
+    h = History()
+    h.event(0, "invoke", "send", [["send", K, 7]])
+    h.time += 6_000_000_000  # the acknowledgement comes 6 s later
+    h.event(0, "ok", "send", [["send", K, [1, 7]]])
+    h.send(1, K, 8, 2)
+    h.poll(2, {K: [(0, 7)]})
+    h.poll(3, {K: [(1, 7), (2, 8)]})
+    (dup,) = only(check(h, tmp_path), "duplicate")
+    assert dup["value"] == 7 and dup["send_ms"] == 6000
+
+
 def test_inconsistent_offsets(tmp_path: Path) -> None:
     """Offset 0 of K holds 1 for one reader and 2 for another (the log was truncated and rewritten)."""
     h = History()

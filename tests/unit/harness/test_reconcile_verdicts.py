@@ -59,3 +59,24 @@ def test_several_runs_are_judged_each_by_its_own_configuration(tmp_path: Path) -
     verdicts = {i["key"]: i["verdict"] for i in result["anomalies"]["lost-write"]}
     assert verdicts == {"acks1/t/0": "permitted", "acksall/t/0": "violation"}
     assert [v["key"] for v in result["violations"]] == ["acksall/t/0"]
+
+
+def test_spark_duplicates_get_their_send_duration_from_the_sends_table(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    run = run_dir(tmp_path, "slow", "all", ISOLATION)
+    start = json.loads((tmp_path / "slow" / "history.jsonl").read_text())
+    start["value"]["workload"].update(idempotence=True, request_timeout_ms=5000)
+    (tmp_path / "slow" / "history.jsonl").write_text(json.dumps(start) + "\n")
+    pq.write_table(
+        pa.table({"key": ["t/0", "t/0", "t/0"], "value": [7, 7, 8], "invoke_time": [0, 1, 2],
+                  "complete_time": [6_000_000_000, None, 1_000_000]}),
+        tmp_path / "slow" / "sends.parquet",
+    )
+    slow = {"key": "t/0", "value": 7, "count": 2, "offsets": [3, 5]}
+    quick = {"key": "t/0", "value": 8, "count": 2, "offsets": [4, 6]}
+    result: dict[str, Any] = {"complete": True, "anomalies": {"duplicate": [slow, quick]}, "violations": []}
+    judge_reconciled(result, [run])
+    assert (slow["send_ms"], slow["verdict"]) == (6000, "permitted")
+    assert (quick["send_ms"], quick["verdict"]) == (0, "violation")

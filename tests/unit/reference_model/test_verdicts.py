@@ -97,6 +97,22 @@ def test_duplicates_depend_on_idempotence_and_retries():
     assert verdict("duplicate", no_retries, faults).verdict == "violation"
 
 
+def test_idempotent_duplicate_is_permitted_only_past_the_request_timeout():
+    """A send slower than request.timeout.ms had a request the client gave up on; librdkafka may then re-send
+    it under a bumped epoch, which the leader cannot de-duplicate."""
+    faults = FaultSummary.from_events(KILL_LEADER)
+    config = RunConfig.from_scenario(
+        {"topic": {"replication_factor": 3, "min_insync_replicas": 2},
+         "workload": {"acks": "all", "idempotence": True, "request_timeout_ms": 5000}}
+    )
+    assert config.request_timeout_ms == 5000
+    slow = verdict("duplicate", config, faults, {"key": "chaos/0", "value": 7, "send_ms": 5161})
+    assert slow.verdict == "permitted" and "epoch" in slow.reason
+    quick = verdict("duplicate", config, faults, {"key": "chaos/0", "value": 7, "send_ms": 40})
+    assert quick.verdict == "violation"
+    assert verdict("duplicate", SAFE, faults, {"key": "chaos/0", "send_ms": 5161}).verdict == "violation"  # 30 s
+
+
 def test_inconsistent_offsets_after_unclean_election_are_permitted():
     cfg = RunConfig(acks="all", rf=3, min_insync=2, unclean=True)
     assert verdict("inconsistent-offsets", cfg, FaultSummary.from_events(ALL_DOWN)).verdict == "permitted"
