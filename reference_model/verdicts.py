@@ -571,10 +571,11 @@ def _duplicate(i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: FaultS
         # Kafka de-duplicates by producer id, epoch and sequence; a bumped epoch starts a new sequence.
         return _permitted(
             f"enable.idempotence=true, but the send took {send_ms} ms, past request.timeout.ms="
-            f"{cfg.request_timeout_ms}: the client gave up on a request the leader had appended (possibly "
-            "persisted), and after a drain librdkafka bumps the producer epoch and re-sends such messages with "
-            "new sequence numbers, which the leader cannot recognise as retries (librdkafka INTRODUCTION.md, "
-            f"Idempotent Producer: message timeouts and error handling){note}"
+            f"{cfg.request_timeout_ms}: the client gave up on a request the leader may have appended (possibly "
+            "persisted); librdkafka retries it with the same sequence, which the leader de-duplicates, unless the "
+            "producer epoch was bumped in between (after a sequence error on any partition, e.g. when a killed "
+            "leader lost in-flight batches): then the retry carries a new sequence the leader cannot recognise "
+            f"(librdkafka INTRODUCTION.md and CHANGELOG v2.3.0, Idempotent Producer){note}"
         )
     if cfg.idempotence:
         return _violation(
