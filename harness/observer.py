@@ -7,8 +7,9 @@ sample (a leaderless partition's high watermark, a quorum with no leader) are wr
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FuturesTimeout
 from pathlib import Path
 from typing import TypeVar
@@ -16,7 +17,7 @@ from typing import TypeVar
 import orjson
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from harness.state import StateReader
+from harness.state import PartitionState, StateReader
 from workloads.recorder import client_logger
 
 T = TypeVar("T")
@@ -44,7 +45,7 @@ class Observer:
                              "logger": client_logger()})
         # Reads run on a worker with a deadline: a call stuck on a dead or frozen broker must not stall the
         # samples (a stuck reader is abandoned and a fresh one used for the next sample).
-        pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="observer-read")
+        pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="observer-read")
         self._reader = StateReader(self.bootstrap, timeout_ms=1500)
         with self.path.open("ab") as out:
             try:
@@ -55,30 +56,52 @@ class Observer:
                 self._reader.close()
                 pool.shutdown(wait=False, cancel_futures=True)
 
-    def _read(self, pool: ThreadPoolExecutor, fn: Callable[[], T], timeout_s: float = 2.0) -> T | None:
+    def _read(self, future: Future[T], reader: StateReader | None = None, timeout_s: float = 2.0) -> T | None:
+        """The future's result within the deadline, else None; a `reader` stuck past it is abandoned (and closed
+        once its call gives up), so the next sample uses a fresh one."""
         try:
-            return pool.submit(fn).result(timeout=timeout_s)
+            return future.result(timeout=timeout_s)
         except FuturesTimeout:
-            self._reader = StateReader(self.bootstrap, timeout_ms=1500)
+            if reader is not None and reader is self._reader:
+                self._reader = StateReader(self.bootstrap, timeout_ms=1500)
+                future.add_done_callback(lambda _: reader.close())
             return None
         except Exception:
             return None
 
+    def _described(self, reader: StateReader) -> tuple[list[PartitionState], int]:
+        """The partition states and when they were read: the sample's time, however long the other reads take."""
+        states = reader.describe(self.topic, attempts=1)
+        return states, self.clock()
+
+    def _watermarks(self, consumer: Consumer) -> dict[int, int | None]:
+        marks: dict[int, int | None] = {}
+        for p in range(self.partitions):
+            try:
+                marks[p] = consumer.get_watermark_offsets(TopicPartition(self.topic, p), timeout=1)[1]
+            except KafkaException:
+                marks[p] = None
+        return marks
+
     def _sample(self, pool: ThreadPoolExecutor, consumer: Consumer, out: object) -> None:
+        # The three reads run side by side, so a dead controller or partition leader slows a sample by one
+        # deadline, not by the sum of them.
         reader = self._reader
-        described = self._read(pool, lambda: reader.describe(self.topic, attempts=1))
+        described_f = pool.submit(self._described, reader)
+        controller_f = pool.submit(reader.quorum_leader)
+        marks_f = pool.submit(self._watermarks, consumer)
+        deadline = time.monotonic() + 2.0
+        described = self._read(described_f, reader, deadline - time.monotonic())
+        controller = self._read(controller_f, reader, max(0.0, deadline - time.monotonic()))
+        marks = self._read(marks_f, None, max(0.0, deadline - time.monotonic())) or {}
         if described is None:
             return  # nothing was read: a sample of nulls would read as "no leader"
-        states = {s.partition: s for s in described}
-        controller = self._read(pool, reader.quorum_leader)
-        time_ns = self.clock()  # when the state was read, not when the sample began
+        states = {s.partition: s for s in described[0]}
+        time_ns = described[1]
         lines = []
         for p in range(self.partitions):
             s = states.get(p)
-            try:
-                hw: int | None = consumer.get_watermark_offsets(TopicPartition(self.topic, p), timeout=1)[1]
-            except KafkaException:
-                hw = None
+            hw = marks.get(p)
             lines.append(orjson.dumps({
                 "time": time_ns,
                 "key": f"{self.topic}/{p}",

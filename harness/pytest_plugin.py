@@ -84,7 +84,8 @@ def kafka_cluster(request: pytest.FixtureRequest, kafka_chaos_pool: ClusterPool)
     try:
         cluster = kafka_chaos_pool.get(_spec_from_marker(request.node))
     except KafkaChaosError as err:
-        pytest.fail(f"kafka-chaos could not start the cluster: {err}", pytrace=False)
+        notes = "\n".join(getattr(err, "__notes__", [])).splitlines()[-80:]  # the node logs' tail says why
+        pytest.fail("\n".join([f"kafka-chaos could not start the cluster: {err}", *notes]), pytrace=False)
     yield cluster
     kafka_chaos_pool.heal_or_drop()
 

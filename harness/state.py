@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
@@ -108,10 +109,13 @@ class StateReader:
                 )
                 for node in node_ids
             }
+            # One deadline for all: a dead broker's connection attempt must not hold up the live brokers' answers.
+            deadline = time.monotonic() + self._timeout_ms / 1000
             answers: dict[int, Any] = {}
             for node, future in pending.items():
+                remaining_ms = max(0, int((deadline - time.monotonic()) * 1000))
                 with contextlib.suppress(Exception):
-                    answers[node] = await future
+                    answers[node] = await manager.wait_for(future, remaining_ms)
             return answers
 
         answers = manager.run(ask_all)
