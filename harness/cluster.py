@@ -330,6 +330,7 @@ class KafkaNode:
             if direction in ("both", "out"):
                 rules.append(f"iptables -A OUTPUT -d {ip} -j DROP")
         if rules:
+            self.cluster.was_partitioned = True
             self._sidecar_exec(" && ".join(rules))
 
     def heal(self) -> None:
@@ -355,6 +356,8 @@ class KafkaCluster:
         self.client: docker.DockerClient = docker_client()
         self.network_name = f"kc-{self.run_id}"
         self._network: Network | None = None
+        self.was_partitioned = False
+        """Set by any iptables partition; a shared pool replaces such a cluster rather than reuse it."""
         self.toxiproxy: Toxiproxy | None = None
         self.nodes: dict[int, KafkaNode] = {}
         if self.spec.controllers:
@@ -630,8 +633,13 @@ class ClusterPool:
         return cluster
 
     def heal_or_drop(self) -> None:
-        """Heal the shared cluster after a test; one that cannot be healed is replaced on next use."""
+        """Heal the shared cluster after a test; one that cannot be healed is replaced on next use, and so is one
+        that was partitioned: after the rules are gone, new inter-broker connections were seen to stall for
+        ~10 s (a replica fetcher's connection setup timed out), enough to starve the next test's writes."""
         if self.current is None:
+            return
+        if self.current.was_partitioned and not self.keep:  # a kept cluster stays, for the user to look at
+            self.release()
             return
         try:
             self.current.heal_all(timeout_s=60)

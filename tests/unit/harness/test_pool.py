@@ -1,0 +1,46 @@
+"""The shared cluster pool replaces a cluster that was partitioned, and heals one that was not."""
+
+from typing import Any
+
+from harness.cluster import ClusterPool
+
+
+class FakeCluster:
+    def __init__(self, partitioned: bool) -> None:
+        self.was_partitioned = partitioned
+        self.calls: list[str] = []
+
+    def heal_all(self, timeout_s: float | None = None) -> None:
+        self.calls.append("heal_all")
+
+    def stop(self) -> None:
+        self.calls.append("stop")
+
+
+def pool_with(cluster: FakeCluster, keep: bool = False) -> ClusterPool:
+    pool = ClusterPool(keep=keep)
+    pool.current, pool._key = cluster, "spec"  # type: ignore[assignment]
+    return pool
+
+
+def test_partitioned_cluster_is_replaced_not_reused() -> None:
+    cluster = FakeCluster(partitioned=True)
+    pool = pool_with(cluster)
+    pool.heal_or_drop()
+    assert pool.current is None and cluster.calls == ["stop"]
+
+
+def test_unpartitioned_cluster_is_healed_and_kept() -> None:
+    cluster = FakeCluster(partitioned=False)
+    pool = pool_with(cluster)
+    pool.heal_or_drop()
+    current: Any = pool.current
+    assert current is cluster and cluster.calls == ["heal_all"]
+
+
+def test_kept_cluster_is_not_dropped_even_when_partitioned() -> None:
+    cluster = FakeCluster(partitioned=True)
+    pool = pool_with(cluster, keep=True)
+    pool.heal_or_drop()
+    current: Any = pool.current
+    assert current is cluster and "stop" not in cluster.calls
