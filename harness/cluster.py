@@ -60,6 +60,15 @@ def bind_loopback(container: DockerContainer, container_port: int, host_port: in
     container.ports[f"{container_port}/tcp"] = ("127.0.0.1", host_port)  # type: ignore[assignment]
 
 
+def new_cluster_id() -> str:
+    """A random cluster id (a base64url UUID). Like Kafka's own Uuid.randomUuid, never one that starts with '-':
+    kafka-storage's argument parser reads `-t -abc…` as a missing value, and the node never starts."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -352,7 +361,7 @@ class KafkaCluster:
     def __init__(self, spec: ClusterSpec | None = None, *, run_id: str | None = None) -> None:
         self.spec = spec or ClusterSpec()
         self.run_id = run_id or new_run_id()
-        self.cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        self.cluster_id = new_cluster_id()
         self.client: docker.DockerClient = docker_client()
         self.network_name = f"kc-{self.run_id}"
         self._network: Network | None = None

@@ -44,3 +44,15 @@ def test_kept_cluster_is_not_dropped_even_when_partitioned() -> None:
     pool.heal_or_drop()
     current: Any = pool.current
     assert current is cluster and "stop" not in cluster.calls
+
+
+def test_cluster_ids_never_start_with_a_dash(monkeypatch) -> None:
+    """One base64url UUID in 64 starts with '-', which kafka-storage format takes for an option."""
+    import uuid
+
+    from harness import cluster
+
+    dash_first = uuid.UUID(bytes=b"\xfb" + bytes(15))  # base64url of 0xfb... starts with '-'
+    ids = iter([dash_first, uuid.UUID(int=1)])
+    monkeypatch.setattr(cluster.uuid, "uuid4", lambda: next(ids))
+    assert cluster.new_cluster_id() == "AAAAAAAAAAAAAAAAAAAAAQ"  # the dash-first id was drawn and skipped
