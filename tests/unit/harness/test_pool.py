@@ -54,5 +54,5 @@ def test_cluster_ids_never_start_with_a_dash(monkeypatch) -> None:
 
     dash_first = uuid.UUID(bytes=b"\xfb" + bytes(15))  # base64url of 0xfb... starts with '-'
     ids = iter([dash_first, uuid.UUID(int=1)])
-    monkeypatch.setattr(cluster.uuid, "uuid4", lambda: next(ids))
+    monkeypatch.setattr(uuid, "uuid4", lambda: next(ids))
     assert cluster.new_cluster_id() == "AAAAAAAAAAAAAAAAAAAAAQ"  # the dash-first id was drawn and skipped
