@@ -32,7 +32,7 @@ test: setup
 
 lint: venv
 	$(BIN)/ruff check .
-	$(BIN)/mypy .
+	$(BIN)/mypy
 
 clean: venv
 	$(BIN)/kafka-chaos clean

@@ -122,8 +122,8 @@ def generate(
 
 def run_one(path: Path) -> dict[str, float]:
     """Time history_to_tables and analyse on the history at `path`, in this process."""
-    from checker import analyse, history_to_tables
-    from checker.faults import faults_from_history
+    from kafka_chaos.checker import analyse, history_to_tables
+    from kafka_chaos.checker.faults import faults_from_history
 
     size = path.stat().st_size
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.one:
         print(json.dumps(run_one(args.one)))
         return 0
-    from checker.tables import JSON_DECODER
+    from kafka_chaos.checker.tables import JSON_DECODER
 
     print(f"JSON decoder: {JSON_DECODER}; ev/s = events per wall second")
     print("wall = elapsed seconds; cpu = this process's CPU seconds (what counts on a busy machine)")

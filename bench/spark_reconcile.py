@@ -137,7 +137,7 @@ def run_measured(label: str, cmd: list[str], ok_codes: tuple[int, ...] = (0,)) -
 def checker_main(run: str) -> None:
     import pyarrow.parquet as pq
 
-    from checker import analyse
+    from kafka_chaos.checker import analyse
 
     started = time.monotonic()
     sends = pq.read_table(f"{run}/sends.parquet")
@@ -152,7 +152,7 @@ def plain_main(run: str, master: str) -> None:
     """Three plain queries, each reading the tables itself, as one would write them without the job."""
     from pyspark.sql import functions as F
 
-    from spark.session import start_session
+    from kafka_chaos.spark.session import start_session
 
     # The Parquet files are small on disk (synthetic data compresses well): without this, Spark estimates a
     # table small enough to broadcast and runs out of memory building it.
@@ -194,7 +194,7 @@ def plain_main(run: str, master: str) -> None:
 
 
 def ensure_data(base: Path, records: int, keys: int) -> tuple[Path, dict[str, Any], float]:
-    from spark.synthetic import SyntheticSpec, generate
+    from kafka_chaos.spark.synthetic import SyntheticSpec, generate
 
     run = base / f"run-{records}"
     manifest_path = run / "manifest.json"
@@ -255,7 +255,7 @@ def main() -> int:
                           f"driver {m.driver_peak_mb:,.0f} MB, tree {m.tree_peak_mb:,.0f} MB; "
                           f"{json.dumps(m.extra)}; load {os.getloadavg()[0]:.1f}")
 
-        job = run_measured("spark job", [py, "-m", "spark.job", str(run), "--master", args.master,
+        job = run_measured("spark job", [py, "-m", "kafka_chaos.spark.job", str(run), "--master", args.master,
                                          "--driver-memory", args.driver_memory, "--no-progress",
                                          "--max-instances", "1000"],
                            ok_codes=(0, 1))  # 1: the job found anomalies (not valid), as seeded

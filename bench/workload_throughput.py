@@ -18,9 +18,9 @@ from pathlib import Path
 
 from rich.console import Console
 
-from harness.cluster import ClusterSpec, KafkaCluster
-from harness.history import History
-from workloads import ProducerSettings, ProducerWorkload
+from kafka_chaos.harness.cluster import ClusterSpec, KafkaCluster
+from kafka_chaos.harness.history import History
+from kafka_chaos.workloads import ProducerSettings, ProducerWorkload
 
 
 def kafka_perf(cluster: KafkaCluster, topic: str, records: int, producer_props: dict[str, str]) -> float:

@@ -1,6 +1,6 @@
 """kafka-chaos checker: Jepsen's Kafka anomalies over a run's history, with Kafka's verdicts.
 
-    from checker import check_run
+    from kafka_chaos.checker import check_run
     result = check_run(Path("results/<run>"))        # history.jsonl → parquet + results.json
     result["valid"], result["violations"]
 
@@ -8,11 +8,11 @@ Lower level: `history_to_tables(path)` → HistoryTables (sends, polls, meta); `
 → Analysis. See DESIGN.md §3–§4.
 """
 
-from checker.analysis import ANOMALY_NAMES, Analysis, analyse
-from checker.errors import HistoryError
-from checker.faults import FaultSummary, FaultWindow, faults_from_history
-from checker.run import check_run
-from checker.tables import (
+from kafka_chaos.checker.analysis import ANOMALY_NAMES, Analysis, analyse
+from kafka_chaos.checker.errors import HistoryError
+from kafka_chaos.checker.faults import FaultSummary, FaultWindow, faults_from_history
+from kafka_chaos.checker.run import check_run
+from kafka_chaos.checker.tables import (
     HistoryMeta,
     HistoryTables,
     history_to_tables,

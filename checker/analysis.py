@@ -22,16 +22,16 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from checker.anomalies.log import duplicate_cases, inconsistent_offsets_cases
-from checker.anomalies.lost import lost_write_cases, unseen_cases, unseen_series
-from checker.anomalies.polls import int_poll_skip_nonmonotonic_cases, poll_skip_nonmonotonic_cases
-from checker.anomalies.sends import int_send_skip_nonmonotonic_cases, nonmonotonic_send_cases
-from checker.anomalies.txn import g0_cases, g1a_cases, g1c_cases, precommitted_read_cases
-from checker.context import I64, Context, prepare
-from checker.faults import FaultSummary
-from checker.schema import ANOMALIES_BAD_BY_DEFAULT
-from checker.stats import run_stats
-from checker.verdicts import Judge, apply_verdicts, load_judge, verdict_inputs
+from kafka_chaos.checker.anomalies.log import duplicate_cases, inconsistent_offsets_cases
+from kafka_chaos.checker.anomalies.lost import lost_write_cases, unseen_cases, unseen_series
+from kafka_chaos.checker.anomalies.polls import int_poll_skip_nonmonotonic_cases, poll_skip_nonmonotonic_cases
+from kafka_chaos.checker.anomalies.sends import int_send_skip_nonmonotonic_cases, nonmonotonic_send_cases
+from kafka_chaos.checker.anomalies.txn import g0_cases, g1a_cases, g1c_cases, precommitted_read_cases
+from kafka_chaos.checker.context import I64, Context, prepare
+from kafka_chaos.checker.faults import FaultSummary
+from kafka_chaos.checker.schema import ANOMALIES_BAD_BY_DEFAULT
+from kafka_chaos.checker.stats import run_stats
+from kafka_chaos.checker.verdicts import Judge, apply_verdicts, load_judge, verdict_inputs
 
 ANOMALY_NAMES: tuple[str, ...] = tuple(ANOMALIES_BAD_BY_DEFAULT)
 
@@ -151,7 +151,7 @@ def check_conformance(
 ) -> dict[str, list[dict[str, Any]]] | None:
     """`checker.conformance.conformance`, or None while that module (or the model it needs) is missing."""
     try:
-        from checker.conformance import conformance
+        from kafka_chaos.checker.conformance import conformance
     except ImportError:
         return None
     result: dict[str, list[dict[str, Any]]] = conformance(state_samples, sends, polls, config)

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from reference_model.verdicts import RunConfig
+from kafka_chaos.reference_model.verdicts import RunConfig
 
 __all__ = ["CONFORMANCE_NAMES", "DEFAULT_STALENESS_NS", "conformance"]
 

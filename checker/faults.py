@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from checker.tables import NemesisEvent
+from kafka_chaos.checker.tables import NemesisEvent
 
 PROCESS_FAULTS = frozenset({"kill", "stop", "pause"})
 LINK_FAULTS = frozenset({"latency", "bandwidth", "timeout", "reset_peer", "link-down"})

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from checker.context import (
+from kafka_chaos.checker.context import (
     FAIL,
     I64,
     INFO,

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from checker.schema import ANOMALIES_BAD_BY_DEFAULT
+from kafka_chaos.checker.schema import ANOMALIES_BAD_BY_DEFAULT
 
 VIOLATION = "violation"
 PERMITTED = "permitted"
@@ -43,7 +43,7 @@ def is_bad(name: str, instance: dict[str, Any]) -> bool:
 def load_judge() -> Judge | None:
     """`reference_model.verdicts.judge`, or None while the reference model has none."""
     try:
-        from reference_model.verdicts import judge
+        from kafka_chaos.reference_model.verdicts import judge
     except ImportError:
         return None
     return judge  # type: ignore[no-any-return]
@@ -64,7 +64,7 @@ def verdict_inputs(
     rather than once per instance; the state samples tell it whether an unclean election happened.
     Anything it cannot read is passed on as is (its `judge` then explains, per instance)."""
     try:
-        from reference_model.verdicts import FaultSummary, RunConfig
+        from kafka_chaos.reference_model.verdicts import FaultSummary, RunConfig
     except ImportError:
         return config, faults
     try:

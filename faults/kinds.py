@@ -12,9 +12,9 @@ import random
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from faults.link import LinkFaults, LinkKind
-from faults.partitions import Shape, grudge
-from faults.targets import Cluster
+from kafka_chaos.faults.link import LinkFaults, LinkKind
+from kafka_chaos.faults.partitions import Shape, grudge
+from kafka_chaos.faults.targets import Cluster
 
 NODE_FAULTS = ("kill", "stop", "pause")
 LINK_FAULTS = ("latency", "bandwidth", "timeout", "reset_peer", "link-down")

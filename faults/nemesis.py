@@ -15,10 +15,10 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from faults.kinds import HEAL_NAMES, LINK_FAULTS, Fault, LinkFault, NodeFault, PartitionFault
-from faults.link import LinkFaults
-from faults.schedule import PlannedFault
-from faults.targets import Cluster, TargetError, resolve
+from kafka_chaos.faults.kinds import HEAL_NAMES, LINK_FAULTS, Fault, LinkFault, NodeFault, PartitionFault
+from kafka_chaos.faults.link import LinkFaults
+from kafka_chaos.faults.schedule import PlannedFault
+from kafka_chaos.faults.targets import Cluster, TargetError, resolve
 
 
 class Recorder(Protocol):

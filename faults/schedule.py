@@ -12,8 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from faults.partitions import Shape
-from faults.targets import Target
+from kafka_chaos.faults.partitions import Shape
+from kafka_chaos.faults.targets import Target
 
 FaultKind = Literal["kill", "stop", "pause", "partition", "latency", "bandwidth", "timeout", "reset_peer", "link-down"]
 

@@ -33,10 +33,10 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from harness.cluster import ClusterPool, spec_key
-from harness.errors import ScenarioError
-from harness.run import cluster_spec, resolve_scenario, run_scenario
-from harness.scenario import Scenario
+from kafka_chaos.harness.cluster import ClusterPool, spec_key
+from kafka_chaos.harness.errors import ScenarioError
+from kafka_chaos.harness.run import cluster_spec, resolve_scenario, run_scenario
+from kafka_chaos.harness.scenario import Scenario
 
 
 @dataclass(frozen=True)
@@ -111,7 +111,7 @@ def predict(run: PlannedRun) -> dict[str, Any] | None:
     if run.model_fault_set is None:
         return None
     try:
-        from reference_model.matrix import predict as model_predict
+        from kafka_chaos.reference_model.matrix import predict as model_predict
     except ImportError:
         return None
     s = run.scenario

@@ -16,7 +16,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from harness.errors import KafkaChaosError
+from kafka_chaos.harness.errors import KafkaChaosError
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, help="Jepsen-style chaos testing for real Kafka clusters."
@@ -36,8 +36,8 @@ err_console = Console(stderr=True, soft_wrap=True)
 @app.command()
 def doctor(kafka_version: Annotated[str | None, typer.Option(help="Kafka image version to check")] = None) -> None:
     """Check engine, images, JRE and ports; print the command that fixes each missing piece."""
-    from harness.doctor import run_checks
-    from harness.images import DEFAULT_KAFKA_VERSION
+    from kafka_chaos.harness.doctor import run_checks
+    from kafka_chaos.harness.images import DEFAULT_KAFKA_VERSION
 
     checks = run_checks(kafka_version or DEFAULT_KAFKA_VERSION)
     table = Table(title="kafka-chaos doctor")
@@ -58,7 +58,7 @@ def image_build(
     toxiproxy: Annotated[bool, typer.Option(help="Also build the Toxiproxy image")] = True,
 ) -> None:
     """Build the offline Kafka image (debootstrap + Maven jars) and the Toxiproxy image, once per version."""
-    from harness.images import DEFAULT_KAFKA_VERSION, build_all
+    from kafka_chaos.harness.images import DEFAULT_KAFKA_VERSION, build_all
 
     start = time.monotonic()
     with console.status("building images…") as status:
@@ -71,8 +71,8 @@ def image_build(
 @app.command()
 def clean() -> None:
     """Remove every container, network and volume labelled by kafka-chaos (leftovers of killed runs)."""
-    from harness.cluster import remove_labelled
-    from harness.engine import docker_client
+    from kafka_chaos.harness.cluster import remove_labelled
+    from kafka_chaos.harness.engine import docker_client
 
     removed = remove_labelled(docker_client())
     console.print(
@@ -93,8 +93,8 @@ def cluster_up(
     detach: Annotated[bool, typer.Option(help="Leave it running and return; remove it with `cluster down`")] = False,
 ) -> None:
     """Start a cluster and keep it until Ctrl-C (or, with --detach, until `kafka-chaos cluster down`)."""
-    from harness.cluster import ClusterSpec, KafkaCluster
-    from harness.images import DEFAULT_KAFKA_VERSION
+    from kafka_chaos.harness.cluster import ClusterSpec, KafkaCluster
+    from kafka_chaos.harness.images import DEFAULT_KAFKA_VERSION
 
     spec = ClusterSpec(nodes=nodes, controllers=controllers, kafka_version=kafka_version or DEFAULT_KAFKA_VERSION,
                        toxiproxy=toxiproxy)
@@ -116,8 +116,8 @@ def cluster_up(
 @cluster_app.command("status")
 def cluster_status(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     """Clusters kafka-chaos has running on this engine, with their nodes."""
-    from harness.cluster import NODE_LABEL, PORT_LABEL, ROLE_LABEL, RUN_LABEL
-    from harness.engine import docker_client
+    from kafka_chaos.harness.cluster import NODE_LABEL, PORT_LABEL, ROLE_LABEL, RUN_LABEL
+    from kafka_chaos.harness.engine import docker_client
 
     rows: list[dict[str, Any]] = []
     for c in docker_client().containers.list(all=True, filters={"label": RUN_LABEL}):
@@ -140,8 +140,8 @@ def cluster_status(as_json: Annotated[bool, typer.Option("--json")] = False) -> 
 @cluster_app.command("down")
 def cluster_down(run_id: Annotated[str | None, typer.Argument(help="Run id (default: every cluster)")] = None) -> None:
     """Remove a cluster started with `cluster up --detach` (or all of them)."""
-    from harness.cluster import remove_labelled
-    from harness.engine import docker_client
+    from kafka_chaos.harness.cluster import remove_labelled
+    from kafka_chaos.harness.engine import docker_client
 
     removed = remove_labelled(docker_client(), run_id)
     console.print(f"removed {len(removed['containers'])} containers")
@@ -157,7 +157,7 @@ def run(
     out: Annotated[Path, typer.Option(help="Results folder")] = Path("results"),
 ) -> None:
     """Run a scenario on a fresh cluster, check it, and print the verdict (exit 1 on violations)."""
-    from harness.run import run_scenario_file
+    from kafka_chaos.harness.run import run_scenario_file
 
     result = run_scenario_file(scenario, seed=seed, out=out, console=console)
     _print_verdict(result.results, result.run_dir)
@@ -171,7 +171,7 @@ def check(
     as_json: Annotated[bool, typer.Option("--json", help="Print results.json")] = False,
 ) -> None:
     """Check a stored history (also one cut short); writes results.json. Exit 1 on violations."""
-    from harness.run import check_run_dir
+    from kafka_chaos.harness.run import check_run_dir
 
     results = check_run_dir(run_dir)
     if as_json:
@@ -185,8 +185,8 @@ def check(
 @app.command()
 def report(run_dir: Annotated[Path, typer.Argument(help="A run's results folder")]) -> None:
     """Rebuild report.html of a stored run (checks it first when results.json is missing)."""
-    from harness.report import write_report
-    from harness.run import check_run_dir
+    from kafka_chaos.harness.report import write_report
+    from kafka_chaos.harness.run import check_run_dir
 
     if not (run_dir / "results.json").exists():
         check_run_dir(run_dir)
@@ -203,7 +203,7 @@ def reconcile(
 ) -> None:
     """Reconcile produced vs consumed records of one or many runs; same output shape as `check --json`.
     Exit 1 on violations."""
-    from harness.reconcile import reconcile as reconcile_with_verdicts
+    from kafka_chaos.harness.reconcile import reconcile as reconcile_with_verdicts
 
     if engine not in ("pandas", "spark"):
         raise typer.BadParameter(f"--engine must be pandas or spark, not {engine!r}")
@@ -222,7 +222,7 @@ def reconcile(
 def matrix(model: Annotated[bool, typer.Option("--model", help="Compute it from the reference model")] = True,
            elr: Annotated[bool, typer.Option(help="ELR (KIP-966) on")] = False) -> None:
     """Kafka's durability matrix (acks × min.insync × unclean × fault set) from the reference model."""
-    from reference_model.matrix import durability_matrix, render_matrix
+    from kafka_chaos.reference_model.matrix import durability_matrix, render_matrix
 
     console.print(render_matrix(durability_matrix(elr=elr)))
 
@@ -234,7 +234,7 @@ def campaign(
     fresh: Annotated[bool, typer.Option(help="Start over instead of resuming")] = False,
 ) -> None:
     """Run a matrix of scenarios one after another (resumable); writes index.html, summary.json, junit.xml."""
-    from harness.campaign import run_campaign
+    from kafka_chaos.harness.campaign import run_campaign
 
     summary = run_campaign(campaign_file, out=out, fresh=fresh, console=console)
     cdir = out / "campaigns" / summary["campaign_id"]
@@ -272,13 +272,13 @@ def _sigterm(signum: int, frame: FrameType | None) -> None:
 def _known_errors() -> tuple[type[BaseException], ...]:
     errors: list[type[BaseException]] = [KafkaChaosError]
     try:
-        from checker import HistoryError
+        from kafka_chaos.checker import HistoryError
 
         errors.append(HistoryError)
     except ImportError:
         pass
     try:
-        from spark import SparkReconcileError
+        from kafka_chaos.spark import SparkReconcileError
 
         errors.append(SparkReconcileError)
     except ImportError:

@@ -32,13 +32,13 @@ from docker.models.containers import Container
 from testcontainers.core.container import DockerContainer
 from testcontainers.core.network import Network
 
-from faults.link import LinkFaults
-from harness import settings
-from harness.engine import docker_client
-from harness.errors import ClusterError
-from harness.images import BASE_IMAGE, TOXIPROXY_IMAGE, kafka_image, require_image
-from harness.state import PartitionState, describe_partitions, forget, quorum_leader
-from workloads.recorder import client_logger
+from kafka_chaos.faults.link import LinkFaults
+from kafka_chaos.harness import settings
+from kafka_chaos.harness.engine import docker_client
+from kafka_chaos.harness.errors import ClusterError
+from kafka_chaos.harness.images import BASE_IMAGE, TOXIPROXY_IMAGE, kafka_image, require_image
+from kafka_chaos.harness.state import PartitionState, describe_partitions, forget, quorum_leader
+from kafka_chaos.workloads.recorder import client_logger
 
 RUN_LABEL = "io.kafka-chaos.run"
 ROLE_LABEL = "io.kafka-chaos.role"

@@ -7,10 +7,10 @@ import socket
 import subprocess
 from dataclasses import dataclass
 
-from harness.cluster import labelled
-from harness.engine import SETUP_SCRIPT, docker_client, engine_url
-from harness.errors import EngineUnavailable
-from harness.images import BASE_IMAGE, DEFAULT_KAFKA_VERSION, TOXIPROXY_IMAGE, image_exists, kafka_image
+from kafka_chaos.harness.cluster import labelled
+from kafka_chaos.harness.engine import SETUP_SCRIPT, docker_client, engine_url
+from kafka_chaos.harness.errors import EngineUnavailable
+from kafka_chaos.harness.images import BASE_IMAGE, DEFAULT_KAFKA_VERSION, TOXIPROXY_IMAGE, image_exists, kafka_image
 
 
 @dataclass(frozen=True)

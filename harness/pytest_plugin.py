@@ -30,8 +30,8 @@ from typing import Any
 
 import pytest
 
-from harness.cluster import ClusterPool, ClusterSpec, KafkaCluster, spec_key
-from harness.errors import KafkaChaosError
+from kafka_chaos.harness.cluster import ClusterPool, ClusterSpec, KafkaCluster, spec_key
+from kafka_chaos.harness.errors import KafkaChaosError
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -119,7 +119,7 @@ def kafka_chaos_results(request: pytest.FixtureRequest) -> Path:
 @pytest.fixture
 def chaos_run(kafka_chaos_pool: ClusterPool, kafka_chaos_results: Path) -> Iterator[Callable[..., Any]]:
     """Factory: run a scenario (path or dict) on the pool's cluster and return the checked RunResult."""
-    from harness.run import run_scenario
+    from kafka_chaos.harness.run import run_scenario
 
     def run(scenario: str | Path | dict[str, Any], **overrides: Any) -> Any:
         return run_scenario(scenario, out=kafka_chaos_results, pool=kafka_chaos_pool, **overrides)

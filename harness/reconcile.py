@@ -19,9 +19,9 @@ import orjson
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from checker.run import RESULTS_FILE
-from checker.tables import HISTORY_FILE, read_state_samples
-from checker.verdicts import apply_verdicts, load_judge, verdict_inputs
+from kafka_chaos.checker.run import RESULTS_FILE
+from kafka_chaos.checker.tables import HISTORY_FILE, read_state_samples
+from kafka_chaos.checker.verdicts import apply_verdicts, load_judge, verdict_inputs
 
 RECONCILE_FILE = "reconcile.json"
 
@@ -29,7 +29,7 @@ RECONCILE_FILE = "reconcile.json"
 def reconcile(
     run_dirs: list[str], *, engine: str, master: str | None, out: Path | None = None
 ) -> dict[str, Any]:
-    from spark.job import reconcile_runs
+    from kafka_chaos.spark.job import reconcile_runs
 
     result = reconcile_runs(run_dirs, engine=engine, master=master)
     judge_reconciled(result, run_dirs)

@@ -1,6 +1,6 @@
 """The HTML report of one run: `results/<run>/report.html` (DESIGN.md §2, §4; issue 7 part 1).
 
-    from harness.report import write_report
+    from kafka_chaos.harness.report import write_report
     write_report(Path("results/<run>"))          # → results/<run>/report.html
 
 One self-contained file (inline CSS and SVG, no script, nothing fetched), readable in a minute, top to
@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from harness.errors import KafkaChaosError
+from kafka_chaos.harness.errors import KafkaChaosError
 
 __all__ = [
     "CONFORMANCE_NAMES",
@@ -415,8 +415,8 @@ def fault_bands(
     if isinstance(windows, list):
         bands = [b for b in (_band(w) for w in windows if isinstance(w, dict)) if b is not None]
     else:
-        from checker.faults import faults_from_history
-        from checker.tables import NemesisEvent
+        from kafka_chaos.checker.faults import faults_from_history
+        from kafka_chaos.checker.tables import NemesisEvent
 
         has_error = "error" in getattr(NemesisEvent, "__dataclass_fields__", {})
         nemesis = [

@@ -23,12 +23,12 @@ from xml.sax.saxutils import escape, quoteattr
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-from faults import Nemesis, plan
-from harness.cluster import ClusterPool, ClusterSpec, KafkaCluster, new_run_id
-from harness.history import History
-from harness.observer import Observer
-from harness.scenario import Scenario, load_scenario, parse_scenario, to_toml
-from workloads import ConsumerSettings, ConsumerWorkload, ProducerSettings, ProducerWorkload, final_drain
+from kafka_chaos.faults import Nemesis, plan
+from kafka_chaos.harness.cluster import ClusterPool, ClusterSpec, KafkaCluster, new_run_id
+from kafka_chaos.harness.history import History
+from kafka_chaos.harness.observer import Observer
+from kafka_chaos.harness.scenario import Scenario, load_scenario, parse_scenario, to_toml
+from kafka_chaos.workloads import ConsumerSettings, ConsumerWorkload, ProducerSettings, ProducerWorkload, final_drain
 
 
 @dataclass(frozen=True)
@@ -187,12 +187,12 @@ def _execute(s: Scenario, cluster: KafkaCluster, topic: str, history: History, r
 
 def check_run_dir(run_dir: Path, console: Console | None = None) -> dict[str, Any]:
     """Check a stored run (also one cut short): results.json, the report, junit.xml."""
-    from checker import check_run
+    from kafka_chaos.checker import check_run
 
     results = check_run(Path(run_dir))
     write_junit(Path(run_dir), results)
     try:
-        from harness.report import write_report
+        from kafka_chaos.harness.report import write_report
     except ImportError:
         return results
     try:

@@ -7,10 +7,10 @@
 - `synthetic`: seeded synthetic histories in DESIGN.md §3 format with the anomalies they contain.
 """
 
-from reference_model.matrix import MatrixRow, Prediction, durability_matrix, predict, render_matrix
-from reference_model.model import Cluster, InvariantViolation, TopicConfig
-from reference_model.synthetic import synthetic_history
-from reference_model.verdicts import FaultSummary, RunConfig, Verdict, judge
+from kafka_chaos.reference_model.matrix import MatrixRow, Prediction, durability_matrix, predict, render_matrix
+from kafka_chaos.reference_model.model import Cluster, InvariantViolation, TopicConfig
+from kafka_chaos.reference_model.synthetic import synthetic_history
+from kafka_chaos.reference_model.verdicts import FaultSummary, RunConfig, Verdict, judge
 
 __all__ = [
     "Cluster",

@@ -22,7 +22,7 @@ import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from reference_model.model import (
+from kafka_chaos.reference_model.model import (
     Acks,
     Cluster,
     Event,

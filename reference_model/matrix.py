@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from rich.table import Table
 
-from reference_model.explore import MATRIX_FAULT_SETS, explore, fault_scripts, writes_available
-from reference_model.model import Acks, Event, TopicConfig
+from kafka_chaos.reference_model.explore import MATRIX_FAULT_SETS, explore, fault_scripts, writes_available
+from kafka_chaos.reference_model.model import Acks, Event, TopicConfig
 
 __all__ = ["MatrixRow", "Prediction", "durability_matrix", "predict", "render_matrix"]
 

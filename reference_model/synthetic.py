@@ -42,8 +42,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from reference_model.explore import FaultScript, fault_scripts
-from reference_model.model import (
+from kafka_chaos.reference_model.explore import FaultScript, fault_scripts
+from kafka_chaos.reference_model.model import (
     CONTROLLER,
     Cluster,
     Cut,
@@ -60,7 +60,7 @@ from reference_model.model import (
     Timeout,
     TopicConfig,
 )
-from reference_model.verdicts import RunConfig
+from kafka_chaos.reference_model.verdicts import RunConfig
 
 __all__ = ["ANOMALY_KEYS", "synthetic_history"]
 

@@ -32,9 +32,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from reference_model.explore import duplicates_possible
-from reference_model.matrix import Prediction, predict
-from reference_model.model import Acks
+from kafka_chaos.reference_model.explore import duplicates_possible
+from kafka_chaos.reference_model.matrix import Prediction, predict
+from kafka_chaos.reference_model.model import Acks
 
 __all__ = ["FaultSummary", "RunConfig", "Verdict", "judge", "unclean_election_observed"]
 

@@ -1,6 +1,6 @@
 """kafka-chaos spark: PySpark reconciliation of produced vs consumed records, agreeing with checker/.
 
-    from spark import reconcile, reconcile_runs, SparkReconcileError
+    from kafka_chaos.spark import reconcile, reconcile_runs, SparkReconcileError
     result = reconcile(["results/<run>"], master="local[*]")      # the `kafka-chaos check --json` shape
     reconcile_runs(["results/a", "results/b"], engine="spark", out="out/")   # what the CLI calls
 
@@ -14,22 +14,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from spark.errors import SparkReconcileError
+from kafka_chaos.spark.errors import SparkReconcileError
 
 if TYPE_CHECKING:
-    from spark.job import reconcile, reconcile_runs
-    from spark.synthetic import SyntheticSpec, generate
+    from kafka_chaos.spark.job import reconcile, reconcile_runs
+    from kafka_chaos.spark.synthetic import SyntheticSpec, generate
 
 __all__ = ["SparkReconcileError", "SyntheticSpec", "generate", "reconcile", "reconcile_runs"]
 
 
 def __getattr__(name: str) -> Any:
     if name in ("reconcile", "reconcile_runs"):
-        from spark import job
+        from kafka_chaos.spark import job
 
         return getattr(job, name)
     if name in ("SyntheticSpec", "generate"):
-        from spark import synthetic
+        from kafka_chaos.spark import synthetic
 
         return getattr(synthetic, name)
     raise AttributeError(f"module 'spark' has no attribute {name!r}")

@@ -54,11 +54,11 @@ if __name__ == "__main__" and not __package__:
     sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _here]
     sys.path.insert(0, str(_here.parent))
 
-from checker.schema import ANOMALIES_BAD_BY_DEFAULT
-from spark import kernel
-from spark.errors import SparkReconcileError
-from spark.session import DEFAULT_DRIVER_MEMORY, DEFAULT_MASTER, first_line, start_session
-from spark.tables import OP_STRIDE, RunTables, load_rows, read_run, resolve_runs
+from kafka_chaos.checker.schema import ANOMALIES_BAD_BY_DEFAULT
+from kafka_chaos.spark import kernel
+from kafka_chaos.spark.errors import SparkReconcileError
+from kafka_chaos.spark.session import DEFAULT_DRIVER_MEMORY, DEFAULT_MASTER, first_line, start_session
+from kafka_chaos.spark.tables import OP_STRIDE, RunTables, load_rows, read_run, resolve_runs
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -464,7 +464,7 @@ def reconcile_runs(
             progress=progress,
         )
     elif engine == "pandas":
-        from spark.local import reconcile_local
+        from kafka_chaos.spark.local import reconcile_local
 
         result = reconcile_local(paths, max_instances=max_instances)
     else:
@@ -502,7 +502,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--max-instances", type=int, default=100)
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
-    from spark.session import under_spark_submit
+    from kafka_chaos.spark.session import under_spark_submit
 
     master = args.master or (None if under_spark_submit() else DEFAULT_MASTER)
     with _errors_to_exit():

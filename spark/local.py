@@ -12,14 +12,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from spark.errors import SparkReconcileError
+from kafka_chaos.spark.errors import SparkReconcileError
 
 __all__ = ["reconcile_local"]
 
 
 def reconcile_local(paths: Sequence[str | Path], *, max_instances: int = 100) -> dict[str, Any]:
     """Run `checker.analyse` on each run directory's sends.parquet / polls.parquet and merge the results."""
-    from checker import HistoryError, analyse, read_tables
+    from kafka_chaos.checker import HistoryError, analyse, read_tables
 
     if not paths:
         raise SparkReconcileError("No run directory given. Pass one or more RUN_DIRs (results/<run id>).")

@@ -42,7 +42,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from checker.schema import POLLS_SCHEMA, SENDS_SCHEMA
+from kafka_chaos.checker.schema import POLLS_SCHEMA, SENDS_SCHEMA
 
 __all__ = ["SyntheticSpec", "generate"]
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from checker.schema import POLLS_SCHEMA, SENDS_SCHEMA
-from spark.errors import SparkReconcileError
-from spark.kernel import SRC_FAIL, SRC_INFO, SRC_OK, SRC_POLL
-from spark.session import first_line
+from kafka_chaos.checker.schema import POLLS_SCHEMA, SENDS_SCHEMA
+from kafka_chaos.spark.errors import SparkReconcileError
+from kafka_chaos.spark.kernel import SRC_FAIL, SRC_INFO, SRC_OK, SRC_POLL
+from kafka_chaos.spark.session import first_line
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

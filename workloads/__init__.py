@@ -1,8 +1,8 @@
 """Clients that produce and consume uniquely tagged records and record every op in the history."""
 
-from workloads.consumer import ConsumerSettings, ConsumerWorkload, final_drain
-from workloads.producer import ProducerSettings, ProducerWorkload, classify
-from workloads.recorder import Recorder, parse_payload, payload
+from kafka_chaos.workloads.consumer import ConsumerSettings, ConsumerWorkload, final_drain
+from kafka_chaos.workloads.producer import ProducerSettings, ProducerWorkload, classify
+from kafka_chaos.workloads.recorder import Recorder, parse_payload, payload
 
 __all__ = [
     "ConsumerSettings",

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
-from workloads.recorder import Recorder, client_logger, parse_payload
+from kafka_chaos.workloads.recorder import Recorder, client_logger, parse_payload
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, Message, Producer
 
-from workloads.recorder import Recorder, client_logger, payload
+from kafka_chaos.workloads.recorder import Recorder, client_logger, payload
 
 # Rejected by the broker or client before any append could happen, whatever the retries.
 NEVER_APPENDED = {

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from checker.context import BOOL, I64, Context, deltas, op_key_order
+from kafka_chaos.checker.context import BOOL, I64, Context, deltas, op_key_order
 
 MAX_LISTED = 1000
 """Lists that can grow with the run (`skipped`) keep at most this many values; `delta` has the full size."""

@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from checker.anomalies._common import refs_by, with_ops
-from checker.context import Context
+from kafka_chaos.checker.anomalies._common import refs_by, with_ops
+from kafka_chaos.checker.context import Context
 
 
 def inconsistent_offsets_cases(ctx: Context) -> list[dict[str, Any]]:

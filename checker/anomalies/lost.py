@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from checker.anomalies._common import with_ops
-from checker.context import I64, OK, Context, sort_by
+from kafka_chaos.checker.anomalies._common import with_ops
+from kafka_chaos.checker.context import I64, OK, Context, sort_by
 
 _BIG = np.iinfo(np.int64).max
 

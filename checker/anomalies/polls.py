@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from checker.anomalies._common import MAX_LISTED, within_op_steps
-from checker.context import Context, deltas, op_key_order, sort_by
+from kafka_chaos.checker.anomalies._common import MAX_LISTED, within_op_steps
+from kafka_chaos.checker.context import Context, deltas, op_key_order, sort_by
 
 
 def int_poll_skip_nonmonotonic_cases(ctx: Context) -> dict[str, list[dict[str, Any]]]:

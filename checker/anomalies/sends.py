@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from checker.anomalies._common import within_op_steps
-from checker.context import FAIL, Context, deltas, op_key_order, sort_by
+from kafka_chaos.checker.anomalies._common import within_op_steps
+from kafka_chaos.checker.context import FAIL, Context, deltas, op_key_order, sort_by
 
 
 def _offset(ctx: Context, row: int) -> int | None:

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from checker.context import FAIL, Context
+from kafka_chaos.checker.context import FAIL, Context
 
 
 def g1a_cases(ctx: Context) -> list[dict[str, Any]]:

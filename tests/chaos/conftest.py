@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.run import RunResult
+from kafka_chaos.harness.run import RunResult
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 

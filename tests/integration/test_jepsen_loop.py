@@ -15,9 +15,11 @@ from typing import Any
 
 import pytest
 
-from harness.cluster import labelled
-from harness.engine import docker_client
-from harness.run import RunResult
+from kafka_chaos.harness.cluster import labelled
+from kafka_chaos.harness.engine import docker_client
+from kafka_chaos.harness.run import RunResult
+
+CLI = [sys.executable, "-m", "kafka_chaos.harness.cli"]
 
 pytestmark = pytest.mark.cluster
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
@@ -163,7 +165,7 @@ LINK_FAULTS: dict[str, Any] = {
 
 
 def test_every_link_fault_kind_through_toxiproxy_and_nothing_left_behind(tmp_path) -> None:
-    from harness.run import run_scenario
+    from kafka_chaos.harness.run import run_scenario
 
     result = run_scenario(LINK_FAULTS, out=tmp_path)
     events = history(result)
@@ -180,7 +182,7 @@ def test_every_link_fault_kind_through_toxiproxy_and_nothing_left_behind(tmp_pat
 def _cli(*args: str, **kw) -> subprocess.Popen:
     """The CLI as a user's terminal starts it. A suite started as a background job (`make test &`, nohup)
     inherits SIGINT ignored, and so would the child: give it the default, as an interactive shell does."""
-    return subprocess.Popen([sys.executable, "-m", "harness.cli", *args], stdout=subprocess.PIPE,
+    return subprocess.Popen([*CLI, *args], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL), **kw)
 
@@ -203,7 +205,7 @@ def test_sigint_during_run_leaves_checkable_incomplete_history_and_no_containers
     run_dir = history_file.parent
     run_id = run_dir.name
     assert labelled(docker_client(), run_id) == {"containers": [], "networks": [], "volumes": []}
-    check = subprocess.run([sys.executable, "-m", "harness.cli", "check", str(run_dir), "--json"],
+    check = subprocess.run([*CLI, "check", str(run_dir), "--json"],
                            capture_output=True, text=True)
     results = json.loads(check.stdout)
     assert results["complete"] is False
@@ -234,7 +236,7 @@ def test_sigint_during_cluster_up_removes_everything(kafka_chaos_pool) -> None:
 
 def test_unreachable_engine_is_one_paragraph_not_a_traceback() -> None:
     env = {**os.environ, "DOCKER_HOST": "unix:///nonexistent/docker.sock"}
-    proc = subprocess.run([sys.executable, "-m", "harness.cli", "cluster", "up"], capture_output=True, text=True,
+    proc = subprocess.run([*CLI, "cluster", "up"], capture_output=True, text=True,
                           env=env, timeout=60)
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr + proc.stdout
@@ -245,7 +247,7 @@ def test_unreachable_engine_is_one_paragraph_not_a_traceback() -> None:
 def test_bad_scenario_names_field_value_and_allowed_values(tmp_path) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text('name = "bad"\n[workload]\nacks = "two"\n[[faults.schedule]]\nkind = "explode"\n')
-    proc = subprocess.run([sys.executable, "-m", "harness.cli", "run", str(bad)], capture_output=True, text=True,
+    proc = subprocess.run([*CLI, "run", str(bad)], capture_output=True, text=True,
                           timeout=60)
     err = " ".join(proc.stderr.split())
     assert proc.returncode == 2

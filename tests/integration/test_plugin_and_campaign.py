@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-import harness.campaign as campaign_mod
-from harness.campaign import run_campaign
+import kafka_chaos.harness.campaign as campaign_mod
+from kafka_chaos.harness.campaign import run_campaign
 
 pytestmark = pytest.mark.cluster
 pytest_plugins = ["pytester"]
@@ -39,15 +39,13 @@ def test_lossy_run_fails_with_violations(chaos_result):
 # A strict policy for the inner session: every anomaly is a violation, so the acks=1 loss (which Kafka
 # permits) fails the test and the plugin's failure message can be checked.
 STRICT_CONFTEST = '''
-import reference_model.verdicts
-
-
+import kafka_chaos.reference_model.verdicts
 class Strict:
     verdict = "violation"
     reason = "strict test policy"
 
 
-reference_model.verdicts.judge = lambda name, instance, config, faults: Strict()
+kafka_chaos.reference_model.verdicts.judge = lambda name, instance, config, faults: Strict()
 '''
 
 

@@ -14,8 +14,8 @@ from checker_histories import History
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from checker.analysis import find_anomalies
-from checker.tables import parse_history
+from kafka_chaos.checker.analysis import find_anomalies
+from kafka_chaos.checker.tables import parse_history
 
 KEYS = ("chaos/0", "chaos/1")
 

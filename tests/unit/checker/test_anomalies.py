@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from checker_histories import K1, History, K
 
-import checker.analysis
-from checker import check_run
+import kafka_chaos.checker.analysis
+from kafka_chaos.checker import check_run
 
 ALL_NAMES = (
     "lost-write",
@@ -36,7 +36,7 @@ ALL_NAMES = (
 
 @pytest.fixture(autouse=True)
 def no_reference_model(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(checker.analysis, "load_judge", lambda: None)
+    monkeypatch.setattr(kafka_chaos.checker.analysis, "load_judge", lambda: None)
 
 
 def check(h: History, tmp_path: Path) -> dict[str, Any]:
@@ -392,9 +392,9 @@ def test_a_txn_reading_anothers_value_is_not_precommitted(tmp_path: Path) -> Non
 
 def test_g0_and_g1c_are_stubs_until_a_txn_workload_exists(tmp_path: Path) -> None:
     """G0 / G1c need Elle's cycle search over multi-key transactions; the stubs find nothing yet."""
-    from checker.anomalies.txn import g0_cases, g1c_cases
-    from checker.context import prepare
-    from checker.tables import parse_history
+    from kafka_chaos.checker.anomalies.txn import g0_cases, g1c_cases
+    from kafka_chaos.checker.context import prepare
+    from kafka_chaos.checker.tables import parse_history
 
     h = History()
     h.txn(0, [["send", K, 1], ["send", K1, 2]], [["send", K, [0, 1]], ["send", K1, [0, 2]]])
@@ -405,7 +405,7 @@ def test_g0_and_g1c_are_stubs_until_a_txn_workload_exists(tmp_path: Path) -> Non
 
 
 def test_every_anomaly_name_is_covered() -> None:
-    assert set(ALL_NAMES) == set(checker.analysis.ANOMALY_NAMES)
+    assert set(ALL_NAMES) == set(kafka_chaos.checker.analysis.ANOMALY_NAMES)
 
 
 def test_several_anomalies_are_counted_separately(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ from checker_histories import K1, History, K
 from hypothesis import given
 from hypothesis import strategies as st
 
-from checker.context import (
+from kafka_chaos.checker.context import (
     dense_codes,
     group_codes,
     prepare,
@@ -15,8 +15,8 @@ from checker.context import (
     segmented_cummin_reverse,
     sort_by,
 )
-from checker.stats import run_stats
-from checker.tables import parse_history
+from kafka_chaos.checker.stats import run_stats
+from kafka_chaos.checker.tables import parse_history
 
 
 def stats_of(h: History) -> dict:

@@ -12,17 +12,17 @@ import pyarrow as pa
 import pytest
 from checker_histories import K1, History, K
 
-import checker.analysis
-import checker.verdicts
-from checker import HistoryError, check_run, history_to_tables, read_tables
-from checker.faults import faults_from_history
-from checker.schema import POLLS_SCHEMA, SENDS_SCHEMA
-from checker.tables import parse_history
+import kafka_chaos.checker.analysis
+import kafka_chaos.checker.verdicts
+from kafka_chaos.checker import HistoryError, check_run, history_to_tables, read_tables
+from kafka_chaos.checker.faults import faults_from_history
+from kafka_chaos.checker.schema import POLLS_SCHEMA, SENDS_SCHEMA
+from kafka_chaos.checker.tables import parse_history
 
 
 @pytest.fixture(autouse=True)
 def no_reference_model(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(checker.analysis, "load_judge", lambda: None)
+    monkeypatch.setattr(kafka_chaos.checker.analysis, "load_judge", lambda: None)
 
 
 def clean() -> History:
@@ -193,7 +193,7 @@ def test_faults_from_history_pairs_faults_with_their_heals() -> None:
 
 
 def test_verdicts_come_from_the_reference_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """With reference_model.verdicts importable, every instance gets its judge's verdict."""
+    """With kafka_chaos.reference_model.verdicts importable, every instance gets its judge's verdict."""
     calls: list[tuple[str, dict[str, Any], Any, Any]] = []
 
     class Verdict:
@@ -206,10 +206,10 @@ def test_verdicts_come_from_the_reference_model(tmp_path: Path, monkeypatch: pyt
             return Verdict("permitted", "acks=1 after a leader crash")
         return Verdict("violation", "acks=all with min ISR 2")
 
-    module = types.ModuleType("reference_model.verdicts")
+    module = types.ModuleType("kafka_chaos.reference_model.verdicts")
     module.judge = judge  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "reference_model.verdicts", module)
-    monkeypatch.setattr(checker.analysis, "load_judge", checker.verdicts.load_judge)
+    monkeypatch.setitem(sys.modules, "kafka_chaos.reference_model.verdicts", module)
+    monkeypatch.setattr(kafka_chaos.checker.analysis, "load_judge", kafka_chaos.checker.verdicts.load_judge)
 
     h = History(run_start={"acks": "1"})
     h.send(0, K, 1, 0)
@@ -261,9 +261,8 @@ def test_spilling_columns_to_arrow_mid_parse_changes_nothing(monkeypatch: pytest
     h.send(8, K, 100, 50)
     data = h.text().encode()
     whole = parse_history(data)
-    import checker.tables
-
-    monkeypatch.setattr(checker.tables, "SPILL_EVERY", 4)
+    import kafka_chaos.checker.tables
+    monkeypatch.setattr(kafka_chaos.checker.tables, "SPILL_EVERY", 4)
     spilled = parse_history(data)
     assert spilled.sends.equals(whole.sends) and spilled.polls.equals(whole.polls)
     assert spilled.sends.num_rows == 24 and spilled.sends["op_index"].to_pylist() == sorted(

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from checker_histories import History, K
 
-from checker import check_run
-from checker.verdicts import INCOMPLETE_UNSEEN
+from kafka_chaos.checker import check_run
+from kafka_chaos.checker.verdicts import INCOMPLETE_UNSEEN
 
-pytest.importorskip("reference_model.verdicts")
+pytest.importorskip("kafka_chaos.reference_model.verdicts")
 
 
 def scenario(acks: str) -> dict[str, Any]:
@@ -71,7 +71,7 @@ def test_unseen_in_an_incomplete_run_is_permitted(tmp_path: Path) -> None:
 
 
 def test_state_samples_feed_conformance(tmp_path: Path) -> None:
-    pytest.importorskip("checker.conformance")
+    pytest.importorskip("kafka_chaos.checker.conformance")
     h = History(run_start=scenario("all"))
     h.send(0, K, 1, 0)
     h.poll(1, {K: [(0, 1)]})

@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from faults import FaultsConfig, grudge, plan, resolve
-from faults.targets import TargetError
-from harness.errors import ScenarioError
-from harness.scenario import parse_scenario
+from kafka_chaos.faults import FaultsConfig, grudge, plan, resolve
+from kafka_chaos.faults.targets import TargetError
+from kafka_chaos.harness.errors import ScenarioError
+from kafka_chaos.harness.scenario import parse_scenario
 
 
 def test_generated_plan_is_deterministic_per_seed_and_cut_to_the_run() -> None:

@@ -4,7 +4,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.reconcile import judge_reconciled
+from kafka_chaos.harness.reconcile import judge_reconciled
 
 ISOLATION = {
     "end_time": 30_000_000_000,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from checker.conformance import CONFORMANCE_NAMES, conformance
-from checker.schema import POLLS_SCHEMA, SENDS_SCHEMA
-from reference_model.verdicts import RunConfig
+from kafka_chaos.checker.conformance import CONFORMANCE_NAMES, conformance
+from kafka_chaos.checker.schema import POLLS_SCHEMA, SENDS_SCHEMA
+from kafka_chaos.reference_model.verdicts import RunConfig
 
 S = 1_000_000_000  # one second in ns
 KEY = "chaos/0"

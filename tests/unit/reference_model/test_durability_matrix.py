@@ -10,9 +10,9 @@ from __future__ import annotations
 import pytest
 from rich.console import Console
 
-from reference_model.explore import FAULT_SETS, explore, fault_scripts, replay, settle, writes_available
-from reference_model.matrix import MatrixRow, durability_matrix, predict, render_matrix
-from reference_model.model import Cluster, Fetch, Kill, Produce, TopicConfig
+from kafka_chaos.reference_model.explore import FAULT_SETS, explore, fault_scripts, replay, settle, writes_available
+from kafka_chaos.reference_model.matrix import MatrixRow, durability_matrix, predict, render_matrix
+from kafka_chaos.reference_model.model import Cluster, Fetch, Kill, Produce, TopicConfig
 
 
 @pytest.fixture(scope="module")

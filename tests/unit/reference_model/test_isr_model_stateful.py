@@ -21,8 +21,8 @@ from hypothesis.stateful import (
     rule,
 )
 
-from reference_model.explore import settle
-from reference_model.model import (
+from kafka_chaos.reference_model.explore import settle
+from kafka_chaos.reference_model.model import (
     Cluster,
     Fetch,
     Heal,

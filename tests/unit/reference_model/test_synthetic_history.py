@@ -8,10 +8,10 @@ from collections import defaultdict
 
 import pytest
 
-from checker import check_run
-from reference_model.model import Event, Kill, Pause
-from reference_model.synthetic import ANOMALY_KEYS, synthetic_history
-from reference_model.verdicts import RunConfig
+from kafka_chaos.checker import check_run
+from kafka_chaos.reference_model.model import Event, Kill, Pause
+from kafka_chaos.reference_model.synthetic import ANOMALY_KEYS, synthetic_history
+from kafka_chaos.reference_model.verdicts import RunConfig
 
 CONFIGS = [
     (RunConfig(acks="1", idempotence=False, rf=3, min_insync=2), "leader-down"),

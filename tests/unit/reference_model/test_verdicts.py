@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from checker.faults import faults_from_history
-from checker.tables import NemesisEvent
-from reference_model.verdicts import FaultSummary, RunConfig, Verdict, judge, unclean_election_observed
+from kafka_chaos.checker.faults import faults_from_history
+from kafka_chaos.checker.tables import NemesisEvent
+from kafka_chaos.reference_model.verdicts import FaultSummary, RunConfig, Verdict, judge, unclean_election_observed
 
 SAFE = RunConfig(acks="all", idempotence=True, rf=3, min_insync=2)
 ACKS1 = RunConfig(acks="1", idempotence=False, rf=3, min_insync=2)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import KafkaChaosError
-from harness.report import (
+from kafka_chaos.harness.errors import KafkaChaosError
+from kafka_chaos.harness.report import (
     REPORT_FILE,
     fault_bands,
     load_run,

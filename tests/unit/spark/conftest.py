@@ -11,7 +11,7 @@ import pytest
 @pytest.fixture(scope="session")
 def spark_session() -> Iterator[Any]:
     pytest.importorskip("pyspark")
-    from spark.session import start_session
+    from kafka_chaos.spark.session import start_session
 
     session = start_session("local[2]", driver_memory="1g", shuffle_partitions=4)
     yield session

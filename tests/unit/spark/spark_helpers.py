@@ -59,7 +59,7 @@ class History:
         return self.event(p, "ok", "poll", [["poll", result]])
 
     def tables(self) -> tuple[pa.Table, pa.Table]:
-        from checker.tables import parse_history
+        from kafka_chaos.checker.tables import parse_history
 
         self.event("harness", "info", "drain-complete", True)
         data = "".join(json.dumps(e) + "\n" for e in self.events).encode()

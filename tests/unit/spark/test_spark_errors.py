@@ -11,9 +11,9 @@ import pyarrow.parquet as pq
 import pytest
 from spark_helpers import History, write_run
 
-from spark.errors import SparkReconcileError
-from spark.job import main, reconcile
-from spark.session import check_master, find_java
+from kafka_chaos.spark.errors import SparkReconcileError
+from kafka_chaos.spark.job import main, reconcile
+from kafka_chaos.spark.session import check_master, find_java
 
 
 def assert_clean(message: str) -> None:

@@ -11,8 +11,8 @@ import pytest
 from spark_corpus import CORPUS
 from spark_helpers import core, write_run
 
-from spark.job import main, reconcile
-from spark.synthetic import SyntheticSpec, generate
+from kafka_chaos.spark.job import main, reconcile
+from kafka_chaos.spark.synthetic import SyntheticSpec, generate
 
 BIG = 10**7
 
@@ -25,7 +25,7 @@ def run_spark(spark: Any, paths: list[Path], **kw: Any) -> dict[str, Any]:
 
 def checker_analyse() -> Any:
     try:
-        from checker import analyse
+        from kafka_chaos.checker import analyse
     except ImportError as exc:  # pragma: no cover - only while checker/ is being written
         pytest.skip(f"checker.analyse is not importable yet ({exc})")
     return analyse

@@ -7,9 +7,9 @@ import pytest
 from spark_corpus import CORPUS
 from spark_helpers import core
 
-from checker import analyse
-from spark import kernel
-from spark.job import _assemble
+from kafka_chaos.checker import analyse
+from kafka_chaos.spark import kernel
+from kafka_chaos.spark.job import _assemble
 
 
 def kernel_result(sends: pa.Table, polls: pa.Table) -> dict:
@@ -62,7 +62,7 @@ def test_uncertain_info_ops_are_reported_when_split_by_key() -> None:
 def test_pandas_engine_merges_runs_with_prefixed_keys(tmp_path) -> None:
     from spark_helpers import write_run
 
-    from spark.job import reconcile_runs
+    from kafka_chaos.spark.job import reconcile_runs
 
     runs = []
     expected: dict[str, int] = {}
