@@ -17,8 +17,8 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 engine:
-	bash harness/engine/setup-engine.sh >/dev/null
-	bash harness/engine/setup-host-tools.sh
+	bash cluster/engine/setup-engine.sh >/dev/null
+	bash cluster/engine/setup-host-tools.sh
 
 images: venv engine
 	$(BIN)/kafka-chaos image build

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from rich.console import Console
 from rich.table import Table
 
-from kafka_chaos.harness.cluster import ClusterSpec, KafkaCluster
-from kafka_chaos.harness.state import PartitionState
+from kafka_chaos.cluster import ClusterSpec, KafkaCluster
+from kafka_chaos.cluster.state import PartitionState
 
 
 def out_of_isr(node_id: int) -> Callable[[PartitionState], bool]:

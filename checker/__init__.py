@@ -9,7 +9,6 @@ Lower level: `history_to_tables(path)` → HistoryTables (sends, polls, meta); `
 """
 
 from kafka_chaos.checker.analysis import ANOMALY_NAMES, Analysis, analyse
-from kafka_chaos.checker.errors import HistoryError
 from kafka_chaos.checker.faults import FaultSummary, FaultWindow, faults_from_history
 from kafka_chaos.checker.run import check_run
 from kafka_chaos.checker.tables import (
@@ -20,6 +19,7 @@ from kafka_chaos.checker.tables import (
     read_tables,
     write_tables,
 )
+from kafka_chaos.errors import HistoryError
 
 __all__ = [
     "ANOMALY_NAMES",

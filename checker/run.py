@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from kafka_chaos.checker.analysis import analyse, json_default
-from kafka_chaos.checker.errors import HistoryError
 from kafka_chaos.checker.faults import faults_from_history
 from kafka_chaos.checker.tables import HISTORY_FILE, history_to_tables, read_state_samples, write_tables
+from kafka_chaos.errors import HistoryError
 
 RESULTS_FILE = "results.json"
 

@@ -39,8 +39,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from kafka_chaos.checker.errors import HistoryError
 from kafka_chaos.checker.schema import POLLS_SCHEMA, SENDS_SCHEMA
+from kafka_chaos.errors import HistoryError
 
 HISTORY_FILE = "history.jsonl"
 STATE_FILE = "state.jsonl"

@@ -1,7 +1,7 @@
 """The nemesis: fault kinds with their heals, symbolic targets, partition shapes and schedules."""
 
+from kafka_chaos.cluster.links import LinkFaults
 from kafka_chaos.faults.kinds import HEAL_NAMES, LINK_FAULTS, NODE_FAULTS
-from kafka_chaos.faults.link import LinkFaults
 from kafka_chaos.faults.nemesis import Nemesis
 from kafka_chaos.faults.partitions import grudge
 from kafka_chaos.faults.schedule import FaultGenerator, FaultsConfig, FaultSpec, PlannedFault, plan

@@ -12,7 +12,7 @@ import random
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from kafka_chaos.faults.link import LinkFaults, LinkKind
+from kafka_chaos.cluster.links import LinkFaults, LinkKind
 from kafka_chaos.faults.partitions import Shape, grudge
 from kafka_chaos.faults.targets import Cluster
 

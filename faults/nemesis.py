@@ -15,8 +15,8 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from kafka_chaos.cluster.links import LinkFaults
 from kafka_chaos.faults.kinds import HEAL_NAMES, LINK_FAULTS, Fault, LinkFault, NodeFault, PartitionFault
-from kafka_chaos.faults.link import LinkFaults
 from kafka_chaos.faults.schedule import PlannedFault
 from kafka_chaos.faults.targets import Cluster, TargetError, resolve
 

@@ -1,6 +1,6 @@
 """Symbolic fault targets, resolved against live metadata at the moment a fault fires (Jepsen's :one, :minority…).
 
-faults/ knows clusters only through the small protocols below; harness.cluster.KafkaCluster satisfies them.
+faults/ knows clusters only through the small protocols below; kafka_chaos.cluster.KafkaCluster satisfies them.
 """
 
 from __future__ import annotations

@@ -33,8 +33,8 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from kafka_chaos.harness.cluster import ClusterPool, spec_key
-from kafka_chaos.harness.errors import ScenarioError
+from kafka_chaos.cluster import ClusterPool, spec_key
+from kafka_chaos.errors import ScenarioError
 from kafka_chaos.harness.run import cluster_spec, resolve_scenario, run_scenario
 from kafka_chaos.harness.scenario import Scenario
 

@@ -16,7 +16,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from kafka_chaos.harness.errors import KafkaChaosError
+from kafka_chaos.errors import KafkaChaosError
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, help="Jepsen-style chaos testing for real Kafka clusters."
@@ -36,8 +36,8 @@ err_console = Console(stderr=True, soft_wrap=True)
 @app.command()
 def doctor(kafka_version: Annotated[str | None, typer.Option(help="Kafka image version to check")] = None) -> None:
     """Check engine, images, JRE and ports; print the command that fixes each missing piece."""
+    from kafka_chaos.cluster.images import DEFAULT_KAFKA_VERSION
     from kafka_chaos.harness.doctor import run_checks
-    from kafka_chaos.harness.images import DEFAULT_KAFKA_VERSION
 
     checks = run_checks(kafka_version or DEFAULT_KAFKA_VERSION)
     table = Table(title="kafka-chaos doctor")
@@ -58,7 +58,7 @@ def image_build(
     toxiproxy: Annotated[bool, typer.Option(help="Also build the Toxiproxy image")] = True,
 ) -> None:
     """Build the offline Kafka image (debootstrap + Maven jars) and the Toxiproxy image, once per version."""
-    from kafka_chaos.harness.images import DEFAULT_KAFKA_VERSION, build_all
+    from kafka_chaos.cluster.images import DEFAULT_KAFKA_VERSION, build_all
 
     start = time.monotonic()
     with console.status("building images…") as status:
@@ -71,8 +71,8 @@ def image_build(
 @app.command()
 def clean() -> None:
     """Remove every container, network and volume labelled by kafka-chaos (leftovers of killed runs)."""
-    from kafka_chaos.harness.cluster import remove_labelled
-    from kafka_chaos.harness.engine import docker_client
+    from kafka_chaos.cluster import remove_labelled
+    from kafka_chaos.cluster.engine import docker_client
 
     removed = remove_labelled(docker_client())
     console.print(
@@ -93,8 +93,8 @@ def cluster_up(
     detach: Annotated[bool, typer.Option(help="Leave it running and return; remove it with `cluster down`")] = False,
 ) -> None:
     """Start a cluster and keep it until Ctrl-C (or, with --detach, until `kafka-chaos cluster down`)."""
-    from kafka_chaos.harness.cluster import ClusterSpec, KafkaCluster
-    from kafka_chaos.harness.images import DEFAULT_KAFKA_VERSION
+    from kafka_chaos.cluster import ClusterSpec, KafkaCluster
+    from kafka_chaos.cluster.images import DEFAULT_KAFKA_VERSION
 
     spec = ClusterSpec(nodes=nodes, controllers=controllers, kafka_version=kafka_version or DEFAULT_KAFKA_VERSION,
                        toxiproxy=toxiproxy)
@@ -116,8 +116,8 @@ def cluster_up(
 @cluster_app.command("status")
 def cluster_status(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     """Clusters kafka-chaos has running on this engine, with their nodes."""
-    from kafka_chaos.harness.cluster import NODE_LABEL, PORT_LABEL, ROLE_LABEL, RUN_LABEL
-    from kafka_chaos.harness.engine import docker_client
+    from kafka_chaos.cluster.engine import docker_client
+    from kafka_chaos.cluster.labels import NODE_LABEL, PORT_LABEL, ROLE_LABEL, RUN_LABEL
 
     rows: list[dict[str, Any]] = []
     for c in docker_client().containers.list(all=True, filters={"label": RUN_LABEL}):
@@ -140,8 +140,8 @@ def cluster_status(as_json: Annotated[bool, typer.Option("--json")] = False) -> 
 @cluster_app.command("down")
 def cluster_down(run_id: Annotated[str | None, typer.Argument(help="Run id (default: every cluster)")] = None) -> None:
     """Remove a cluster started with `cluster up --detach` (or all of them)."""
-    from kafka_chaos.harness.cluster import remove_labelled
-    from kafka_chaos.harness.engine import docker_client
+    from kafka_chaos.cluster import remove_labelled
+    from kafka_chaos.cluster.engine import docker_client
 
     removed = remove_labelled(docker_client(), run_id)
     console.print(f"removed {len(removed['containers'])} containers")
@@ -269,23 +269,6 @@ def _sigterm(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt  # unwinds through every context manager, so clusters are removed
 
 
-def _known_errors() -> tuple[type[BaseException], ...]:
-    errors: list[type[BaseException]] = [KafkaChaosError]
-    try:
-        from kafka_chaos.checker import HistoryError
-
-        errors.append(HistoryError)
-    except ImportError:
-        pass
-    try:
-        from kafka_chaos.spark import SparkReconcileError
-
-        errors.append(SparkReconcileError)
-    except ImportError:
-        pass
-    return tuple(errors)
-
-
 def main() -> None:
     signal.signal(signal.SIGTERM, _sigterm)
     try:
@@ -297,7 +280,7 @@ def main() -> None:
     except typer.Exit as e:
         code = e.exit_code
     except Exception as err:
-        if isinstance(err, _known_errors()):
+        if isinstance(err, KafkaChaosError):
             err_console.print(f"[red]error:[/] {err}", highlight=False)
             sys.exit(getattr(err, "exit_code", 2))
         if hasattr(err, "show") and isinstance(getattr(err, "exit_code", None), int):

@@ -7,10 +7,10 @@ import socket
 import subprocess
 from dataclasses import dataclass
 
-from kafka_chaos.harness.cluster import labelled
-from kafka_chaos.harness.engine import SETUP_SCRIPT, docker_client, engine_url
-from kafka_chaos.harness.errors import EngineUnavailable
-from kafka_chaos.harness.images import BASE_IMAGE, DEFAULT_KAFKA_VERSION, TOXIPROXY_IMAGE, image_exists, kafka_image
+from kafka_chaos.cluster import labelled
+from kafka_chaos.cluster.engine import SETUP_SCRIPT, docker_client, engine_url
+from kafka_chaos.cluster.images import BASE_IMAGE, DEFAULT_KAFKA_VERSION, TOXIPROXY_IMAGE, image_exists, kafka_image
+from kafka_chaos.errors import EngineUnavailable
 
 
 @dataclass(frozen=True)

@@ -30,8 +30,8 @@ from typing import Any
 
 import pytest
 
-from kafka_chaos.harness.cluster import ClusterPool, ClusterSpec, KafkaCluster, spec_key
-from kafka_chaos.harness.errors import KafkaChaosError
+from kafka_chaos.cluster import ClusterPool, ClusterSpec, KafkaCluster, spec_key
+from kafka_chaos.errors import KafkaChaosError
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from kafka_chaos.harness.errors import KafkaChaosError
+from kafka_chaos.errors import KafkaChaosError
 
 __all__ = [
     "CONFORMANCE_NAMES",

@@ -3,7 +3,7 @@
     scenario → cluster up → topic → observer + consumers + producers + nemesis → heal everything
              → final drain read → cluster down → checker → results.json, report.html, junit.xml
 
-This module only wires parts; the parts hold the logic: harness.cluster (the cluster), workloads (clients),
+This module only wires parts; the parts hold the logic: kafka_chaos.cluster (the cluster), workloads (clients),
 faults (the nemesis), harness.observer (state samples), checker (analysis and verdicts), harness.report.
 An interrupted run (Ctrl-C, SIGTERM, a crash) still removes its cluster, and keeps a history that
 `kafka-chaos check` reads (and marks incomplete).
@@ -23,10 +23,10 @@ from xml.sax.saxutils import escape, quoteattr
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
+from kafka_chaos.cluster import ClusterPool, ClusterSpec, KafkaCluster, new_run_id
+from kafka_chaos.cluster.observer import Observer
 from kafka_chaos.faults import Nemesis, plan
-from kafka_chaos.harness.cluster import ClusterPool, ClusterSpec, KafkaCluster, new_run_id
 from kafka_chaos.harness.history import History
-from kafka_chaos.harness.observer import Observer
 from kafka_chaos.harness.scenario import Scenario, load_scenario, parse_scenario, to_toml
 from kafka_chaos.workloads import ConsumerSettings, ConsumerWorkload, ProducerSettings, ProducerWorkload, final_drain
 

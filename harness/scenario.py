@@ -13,9 +13,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from kafka_chaos.cluster.images import DEFAULT_KAFKA_VERSION
+from kafka_chaos.errors import ScenarioError
 from kafka_chaos.faults.schedule import FaultsConfig
-from kafka_chaos.harness.errors import ScenarioError
-from kafka_chaos.harness.images import DEFAULT_KAFKA_VERSION
 
 
 class Strict(BaseModel):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kafka_chaos.spark.errors import SparkReconcileError
+from kafka_chaos.errors import SparkReconcileError
 
 if TYPE_CHECKING:
     from kafka_chaos.spark.job import reconcile, reconcile_runs

@@ -55,8 +55,8 @@ if __name__ == "__main__" and not __package__:
     sys.path.insert(0, str(_here.parent))
 
 from kafka_chaos.checker.schema import ANOMALIES_BAD_BY_DEFAULT
+from kafka_chaos.errors import SparkReconcileError
 from kafka_chaos.spark import kernel
-from kafka_chaos.spark.errors import SparkReconcileError
 from kafka_chaos.spark.session import DEFAULT_DRIVER_MEMORY, DEFAULT_MASTER, first_line, start_session
 from kafka_chaos.spark.tables import OP_STRIDE, RunTables, load_rows, read_run, resolve_runs
 

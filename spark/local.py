@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from kafka_chaos.spark.errors import SparkReconcileError
+from kafka_chaos.errors import SparkReconcileError
 
 __all__ = ["reconcile_local"]
 

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kafka_chaos.spark.errors import SparkReconcileError
+from kafka_chaos.errors import SparkReconcileError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kafka_chaos.checker.schema import POLLS_SCHEMA, SENDS_SCHEMA
-from kafka_chaos.spark.errors import SparkReconcileError
+from kafka_chaos.errors import SparkReconcileError
 from kafka_chaos.spark.kernel import SRC_FAIL, SRC_INFO, SRC_OK, SRC_POLL
 from kafka_chaos.spark.session import first_line
 

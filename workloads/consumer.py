@@ -17,7 +17,8 @@ from typing import Any, Literal
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
-from kafka_chaos.workloads.recorder import Recorder, client_logger, parse_payload
+from kafka_chaos.cluster.logs import client_logger
+from kafka_chaos.workloads.recorder import Recorder, parse_payload
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,8 @@ from typing import Any
 
 from confluent_kafka import KafkaError, Message, Producer
 
-from kafka_chaos.workloads.recorder import Recorder, client_logger, payload
+from kafka_chaos.cluster.logs import client_logger
+from kafka_chaos.workloads.recorder import Recorder, payload
 
 # Rejected by the broker or client before any append could happen, whatever the retries.
 NEVER_APPENDED = {

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from typing import Any, Protocol
 
 
@@ -25,11 +24,3 @@ def parse_payload(data: bytes | None) -> int | None:
         return None
 
 
-def client_logger() -> logging.Logger:
-    """librdkafka's own log lines (connection refused while a broker is down, …) are expected during chaos;
-    they go to this logger instead of the terminal. Attach a handler to see them."""
-    logger = logging.getLogger("kafka_chaos.librdkafka")
-    if not logger.handlers:
-        logger.addHandler(logging.NullHandler())
-        logger.propagate = False
-    return logger

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
-from kafka_chaos.harness.cluster import KafkaCluster
+from kafka_chaos.cluster import KafkaCluster
 
 
 def produce(cluster: KafkaCluster, topic: str, items: Iterable[tuple[int, int]], acks: str = "all",

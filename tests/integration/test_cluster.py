@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from kafka_chaos.harness.cluster import KafkaCluster
+from kafka_chaos.cluster import KafkaCluster
 from tests.integration.conftest import produce, read_all
 
 pytestmark = pytest.mark.cluster

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from kafka_chaos.harness.cluster import labelled
-from kafka_chaos.harness.engine import docker_client
+from kafka_chaos.cluster import labelled
+from kafka_chaos.cluster.engine import docker_client
 from kafka_chaos.harness.run import RunResult
 
 CLI = [sys.executable, "-m", "kafka_chaos.harness.cli"]

@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from kafka_chaos.errors import ScenarioError
 from kafka_chaos.faults import FaultsConfig, grudge, plan, resolve
 from kafka_chaos.faults.targets import TargetError
-from kafka_chaos.harness.errors import ScenarioError
 from kafka_chaos.harness.scenario import parse_scenario
 
 

@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from kafka_chaos.harness.cluster import ClusterPool
+from kafka_chaos.cluster import ClusterPool
 
 
 class FakeCluster:
@@ -50,7 +50,7 @@ def test_cluster_ids_never_start_with_a_dash(monkeypatch) -> None:
     """One base64url UUID in 64 starts with '-', which kafka-storage format takes for an option."""
     import uuid
 
-    from kafka_chaos.harness import cluster
+    from kafka_chaos import cluster
 
     dash_first = uuid.UUID(bytes=b"\xfb" + bytes(15))  # base64url of 0xfb... starts with '-'
     ids = iter([dash_first, uuid.UUID(int=1)])

@@ -1,6 +1,6 @@
 """Choosing one partition state out of what several brokers report (harness.state.freshest)."""
 
-from kafka_chaos.harness.state import PartitionState, freshest
+from kafka_chaos.cluster.state import PartitionState, freshest
 
 
 def state(partition: int, leader: int | None, epoch: int, isr: tuple[int, ...]) -> PartitionState:

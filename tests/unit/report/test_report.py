@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kafka_chaos.harness.errors import KafkaChaosError
+from kafka_chaos.errors import KafkaChaosError
 from kafka_chaos.harness.report import (
     REPORT_FILE,
     fault_bands,

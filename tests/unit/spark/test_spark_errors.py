@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 from spark_helpers import History, write_run
 
-from kafka_chaos.spark.errors import SparkReconcileError
+from kafka_chaos.errors import SparkReconcileError
 from kafka_chaos.spark.job import main, reconcile
 from kafka_chaos.spark.session import check_master, find_java
 

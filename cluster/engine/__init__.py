@@ -14,7 +14,7 @@ import docker
 import docker.errors
 import requests.exceptions
 
-from kafka_chaos.harness.errors import EngineUnavailable
+from kafka_chaos.errors import EngineUnavailable
 
 PODMAN_SOCKET = "/run/podman/podman.sock"
 DOCKER_SOCKET = "/var/run/docker.sock"

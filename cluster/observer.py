@@ -17,8 +17,8 @@ from typing import TypeVar
 import orjson
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from kafka_chaos.harness.state import PartitionState, StateReader
-from kafka_chaos.workloads.recorder import client_logger
+from kafka_chaos.cluster.logs import client_logger
+from kafka_chaos.cluster.state import PartitionState, StateReader
 
 T = TypeVar("T")
 

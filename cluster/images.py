@@ -23,8 +23,8 @@ from pathlib import Path
 import docker
 import docker.errors
 
-from kafka_chaos.harness.engine import docker_client
-from kafka_chaos.harness.errors import ImageBuildError, ImageMissing
+from kafka_chaos.cluster.engine import docker_client
+from kafka_chaos.errors import ImageBuildError, ImageMissing
 
 DEFAULT_KAFKA_VERSION = "4.3.1"  # newest 4.x whose kafka-tools resolves from Maven Central (4.4.0's does not yet)
 TOXIPROXY_VERSION = "2.12.0"

@@ -1,0 +1,235 @@
+"""A real KRaft cluster in containers: lifecycle object, node handles and the partition primitive.
+
+    with KafkaCluster(ClusterSpec(nodes=3)) as cluster:
+        cluster.create_topic("chaos", partitions=3, replication_factor=3, configs={"min.insync.replicas": "2"})
+        cluster.node(2).kill(); cluster.node(2).start()
+
+Shape taken from testcontainers-python: a builder-like frozen spec, a context manager that removes whatever it
+started when start-up fails half way, readiness as wait objects whose timeouts carry the node logs.
+
+Everything created carries the label `io.kafka-chaos.run=<run id>` so `kafka-chaos clean` finds leftovers.
+Node ids: combined nodes are 1..N; with dedicated controllers, brokers are 1..N and controllers 101..100+C.
+Brokers reach each other and the quorum by network alias (`node-<id>`); clients reach brokers on 127.0.0.1.
+"""
+from __future__ import annotations
+
+import base64
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+import docker
+import docker.errors
+from testcontainers.core.network import Network
+
+from kafka_chaos.cluster.engine import docker_client
+from kafka_chaos.cluster.images import BASE_IMAGE, TOXIPROXY_IMAGE, require_image
+from kafka_chaos.cluster.labels import ROLE_LABEL, RUN_LABEL, new_run_id, remove_labelled
+from kafka_chaos.cluster.logs import client_logger
+from kafka_chaos.cluster.node import KafkaNode
+from kafka_chaos.cluster.spec import ClusterSpec
+from kafka_chaos.cluster.state import PartitionState, describe_partitions, forget, quorum_leader
+from kafka_chaos.cluster.toxiproxy import Toxiproxy
+from kafka_chaos.cluster.waits import Wait
+from kafka_chaos.errors import ClusterError
+
+
+def new_cluster_id() -> str:
+    """A random cluster id (a base64url UUID). Like Kafka's own Uuid.randomUuid, never one that starts with '-':
+    kafka-storage's argument parser reads `-t -abc…` as a missing value, and the node never starts."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
+
+
+
+class KafkaCluster:
+    """N KRaft nodes (+ optional Toxiproxy) on their own network. A context manager; `start()`/`stop()` too."""
+
+    def __init__(self, spec: ClusterSpec | None = None, *, run_id: str | None = None) -> None:
+        self.spec = spec or ClusterSpec()
+        self.run_id = run_id or new_run_id()
+        self.cluster_id = new_cluster_id()
+        self.client: docker.DockerClient = docker_client()
+        self.network_name = f"kc-{self.run_id}"
+        self._network: Network | None = None
+        self.was_partitioned = False
+        """Set by any iptables partition; a shared pool replaces such a cluster rather than reuse it."""
+        self.toxiproxy: Toxiproxy | None = None
+        self.nodes: dict[int, KafkaNode] = {}
+        if self.spec.controllers:
+            for i in self.spec.controller_ids():
+                self.nodes[i] = KafkaNode(self, i, "controller")
+            for i in self.spec.broker_ids():
+                self.nodes[i] = KafkaNode(self, i, "broker")
+        else:
+            for i in self.spec.broker_ids():
+                self.nodes[i] = KafkaNode(self, i, "combined")
+
+    def labels(self, role: str, **extra: str) -> dict[str, str]:
+        return {RUN_LABEL: self.run_id, ROLE_LABEL: role, **extra}
+
+    # -- lifecycle -----------------------------------------------------------------------------------------
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
+        self.stop()
+
+    def start(self) -> Self:
+        """Start every node and wait until ready; a partial start is removed before the error is raised."""
+        require_image(self.client, self.spec.image)
+        require_image(self.client, BASE_IMAGE)
+        if self.spec.toxiproxy:
+            require_image(self.client, TOXIPROXY_IMAGE)
+        try:
+            self._network = Network(docker_network_kw={"labels": self.labels(role="network")})
+            self._network.name = self.network_name
+            self._network.create()
+            if self.spec.toxiproxy:
+                self.toxiproxy = Toxiproxy(self)
+                self.toxiproxy.start(self._network)
+            for node in self.nodes.values():
+                node.create(self._network)
+            self.wait_ready()
+            if self.toxiproxy:
+                self.toxiproxy.create_proxies()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        """Remove every container, the network and the data volumes. Safe to call twice."""
+        forget(self.bootstrap_servers(direct=True))  # its cached admin connection dies with it
+        for node in self.nodes.values():
+            node.remove()
+        if self.toxiproxy is not None:
+            self.toxiproxy.remove()
+        remove_labelled(self.client, self.run_id)
+
+    def wait_ready(self, timeout_s: float | None = None) -> None:
+        """Every node logged `Kafka Server started` and the metadata shows every broker."""
+        timeout = timeout_s or self.spec.start_timeout_s
+        Wait("every node to log 'Kafka Server started'", timeout).until(
+            lambda: all(n.started() for n in self.nodes.values()), self.all_logs
+        )
+        want = set(self.spec.broker_ids())
+        Wait(f"metadata to show brokers {sorted(want)}", timeout).until(
+            lambda: want <= self.live_broker_ids(), self.all_logs
+        )
+
+    def heal_all(self, timeout_s: float | None = None) -> None:
+        """Undo every fault: resume paused nodes, start stopped ones, drop partition rules and link toxics;
+        then wait until every broker is back in the metadata."""
+        for node in self.nodes.values():
+            status = node.status()
+            if status == "paused":
+                node.resume()
+            elif status in ("exited", "stopped", "created"):
+                node.start()
+        for node in self.nodes.values():
+            node.heal()
+        if self.toxiproxy is not None:
+            self.toxiproxy.reset()
+        self.wait_ready(timeout_s)
+
+    # -- access --------------------------------------------------------------------------------------------
+
+    def node(self, node_id: int) -> KafkaNode:
+        try:
+            return self.nodes[node_id]
+        except KeyError:
+            raise ClusterError(f"no node {node_id}; nodes are {sorted(self.nodes)}") from None
+
+    @property
+    def brokers(self) -> list[KafkaNode]:
+        return [n for n in self.nodes.values() if n.is_broker]
+
+    @property
+    def controllers(self) -> list[KafkaNode]:
+        return [n for n in self.nodes.values() if n.is_controller]
+
+    def bootstrap_servers(self, *, direct: bool = False) -> str:
+        """What clients use (through Toxiproxy when it is on); `direct=True` bypasses it for the harness."""
+        ports = []
+        for b in self.brokers:
+            if self.spec.toxiproxy and not direct:
+                ports.append(b.proxy_port)
+            else:
+                ports.append(b.direct_port or b.client_port)
+        return ",".join(f"127.0.0.1:{p}" for p in ports)
+
+    def admin_config(self) -> dict[str, Any]:
+        return {"bootstrap.servers": self.bootstrap_servers(direct=True), "socket.timeout.ms": 5000,
+                "logger": client_logger()}
+
+    def live_broker_ids(self) -> set[int]:
+        from confluent_kafka.admin import AdminClient
+
+        md = AdminClient(self.admin_config()).list_topics(timeout=5)
+        return set(md.brokers)
+
+    def all_logs(self, tail_lines: int = 60) -> str:
+        parts = []
+        for n in self.nodes.values():
+            lines = n.logs().splitlines()[-tail_lines:]
+            parts.append(f"--- {n.name} (last {len(lines)} lines) ---\n" + "\n".join(lines))
+        return "\n".join(parts)
+
+    def save_logs(self, directory: Path) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        for n in self.nodes.values():
+            (directory / f"node-{n.node_id}.log").write_text(n.logs())
+
+    # -- topics and state ----------------------------------------------------------------------------------
+
+    def create_topic(
+        self, name: str, partitions: int, replication_factor: int, configs: dict[str, str] | None = None
+    ) -> None:
+        from confluent_kafka import KafkaError, KafkaException
+        from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+        admin = AdminClient(self.admin_config())
+        new = NewTopic(name, num_partitions=partitions, replication_factor=replication_factor, config=configs or {})
+        for attempt in range(3):  # a controller that just took over can time the first request out
+            try:
+                admin.create_topics([new], request_timeout=20)[name].result(timeout=30)
+                break
+            except KafkaException as err:
+                code = err.args[0].code() if err.args else None
+                if code == KafkaError.TOPIC_ALREADY_EXISTS and attempt > 0:
+                    break
+                if code not in (KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT) or attempt == 2:
+                    raise ClusterError(f"creating topic {name!r} failed: {err}") from None
+        self.wait_for_isr(name, replication_factor)
+
+    def partition_states(self, topic: str) -> list[PartitionState]:
+        return describe_partitions(self.bootstrap_servers(direct=True), topic)
+
+    def wait_for_state(
+        self, topic: str, predicate: Callable[[PartitionState], bool], what: str, timeout_s: float = 60
+    ) -> list[PartitionState]:
+        """Wait until every partition of `topic` satisfies `predicate`; return those states."""
+
+        def probe() -> list[PartitionState] | None:
+            states = self.partition_states(topic)
+            return states if states and all(predicate(s) for s in states) else None
+
+        return Wait(f"{topic}: {what}", timeout_s, 0.5).until(probe, self.all_logs)
+
+    def wait_for_isr(self, topic: str, size: int, timeout_s: float = 60, node_id: int | None = None) -> None:
+        """Every partition has a leader and an ISR of `size` (containing `node_id` when given)."""
+        self.wait_for_state(
+            topic,
+            lambda s: s.leader is not None and len(s.isr) >= size and (node_id is None or node_id in s.isr),
+            f"every partition with a leader and ISR of {size}" + (f" incl. {node_id}" if node_id else ""),
+            timeout_s,
+        )
+
+    def controller_id(self) -> int | None:
+        return quorum_leader(self.bootstrap_servers(direct=True))

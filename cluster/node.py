@@ -1,0 +1,260 @@
+"""One KRaft node in a container: its lifecycle and the faults the nemesis applies to it."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import socket
+import uuid
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Literal
+
+import docker
+import docker.errors
+from docker.models.containers import Container
+from testcontainers.core.container import DockerContainer
+from testcontainers.core.network import Network
+
+from kafka_chaos.cluster import settings
+from kafka_chaos.cluster.images import BASE_IMAGE
+from kafka_chaos.cluster.labels import NODE_LABEL, PORT_LABEL
+from kafka_chaos.cluster.waits import Wait
+from kafka_chaos.errors import ClusterError
+
+if TYPE_CHECKING:
+    from kafka_chaos.cluster.kafka import KafkaCluster
+
+DATA_DIR = "/var/lib/kafka/data"
+CONFIG_PATH = "/etc/kafka-chaos/server.properties"
+
+NodeRole = Literal["combined", "broker", "controller"]
+
+
+def bind_loopback(container: DockerContainer, container_port: int, host_port: int | None) -> None:
+    """Publish on 127.0.0.1 only. testcontainers' with_bind_ports binds every interface; docker-py takes a tuple."""
+    container.ports[f"{container_port}/tcp"] = ("127.0.0.1", host_port)  # type: ignore[assignment]
+
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+
+class KafkaNode:
+    """One Kafka process in its container, and the faults that act on it."""
+
+    def __init__(self, cluster: KafkaCluster, node_id: int, role: NodeRole) -> None:
+        self.cluster = cluster
+        self.node_id = node_id
+        self.role = role
+        self.alias = f"node-{node_id}"
+        self.name = f"kc-{cluster.run_id}-{self.alias}"
+        self.volume = f"{self.name}-data"
+        self.client_port = free_port() if role != "controller" else None
+        self.direct_port = free_port() if role != "controller" and cluster.spec.toxiproxy else None
+        self.proxy_port: int | None = None  # set by the cluster when Toxiproxy fronts the client listener
+        self._container: DockerContainer | None = None
+        self._sidecar: Container | None = None
+
+    def __repr__(self) -> str:
+        return f"KafkaNode({self.node_id}, {self.role})"
+
+    @property
+    def is_broker(self) -> bool:
+        return self.role in ("combined", "broker")
+
+    @property
+    def is_controller(self) -> bool:
+        return self.role in ("combined", "controller")
+
+    @property
+    def container(self) -> Container:
+        if self._container is None:
+            raise ClusterError(f"{self!r} has not been created")
+        return self._container.get_wrapped_container()
+
+    # -- configuration -------------------------------------------------------------------------------------
+
+    def server_properties(self) -> dict[str, str]:
+        spec = self.cluster.spec
+        voters = ",".join(f"{i}@node-{i}:{settings.CONTROLLER_PORT}" for i in spec.controller_ids())
+        roles = {"combined": "broker,controller", "broker": "broker", "controller": "controller"}[self.role]
+        props: dict[str, str] = {
+            "process.roles": roles,
+            "node.id": str(self.node_id),
+            "controller.quorum.voters": voters,
+            "controller.listener.names": "CONTROLLER",
+            "log.dirs": DATA_DIR,
+        }
+        listeners, advertised, protocols = [], [], ["CONTROLLER:PLAINTEXT"]
+        if self.is_broker:
+            advertised_client = self.proxy_port if spec.toxiproxy else self.client_port
+            listeners += [f"CLIENT://0.0.0.0:{settings.CLIENT_PORT}", f"INTERNAL://0.0.0.0:{settings.INTERNAL_PORT}"]
+            advertised += [f"CLIENT://127.0.0.1:{advertised_client}", f"INTERNAL://{self.alias}:{settings.INTERNAL_PORT}"]
+            protocols += ["CLIENT:PLAINTEXT", "INTERNAL:PLAINTEXT"]
+            if self.direct_port:
+                listeners.append(f"DIRECT://0.0.0.0:{settings.DIRECT_PORT}")
+                advertised.append(f"DIRECT://127.0.0.1:{self.direct_port}")
+                protocols.append("DIRECT:PLAINTEXT")
+            props["inter.broker.listener.name"] = "INTERNAL"
+        if self.is_controller:
+            listeners.append(f"CONTROLLER://0.0.0.0:{settings.CONTROLLER_PORT}")
+            if self.role == "combined":
+                advertised.append(f"CONTROLLER://{self.alias}:{settings.CONTROLLER_PORT}")
+        props["listeners"] = ",".join(listeners)
+        if advertised:
+            props["advertised.listeners"] = ",".join(advertised)
+        props["listener.security.protocol.map"] = ",".join(protocols)
+        props.update(spec.settings())
+        return props
+
+    def _entrypoint(self) -> str:
+        """Write our server.properties, format storage once (a restart keeps its data), exec the server."""
+        spec = self.cluster.spec
+        features = ""
+        if spec.elr is not None:
+            features = f" --feature eligible.leader.replicas.version={1 if spec.elr else 0}"
+        return (
+            "set -e; mkdir -p /etc/kafka-chaos; "
+            f'echo "$KAFKA_CHAOS_PROPERTIES" | base64 -d > {CONFIG_PATH}; '
+            f"if [ ! -f {DATA_DIR}/meta.properties ]; then "
+            f"kafka-storage.sh format -t {self.cluster.cluster_id} -c {CONFIG_PATH}{features} --ignore-formatted; fi; "
+            f"exec kafka-server-start.sh {CONFIG_PATH}"
+        )
+
+    # -- lifecycle -----------------------------------------------------------------------------------------
+
+    def create(self, network: Network) -> None:
+        props = "\n".join(f"{k}={v}" for k, v in self.server_properties().items()) + "\n"
+        labels = self.cluster.labels(role=self.role, **{NODE_LABEL: str(self.node_id)})
+        if self.client_port:
+            labels[PORT_LABEL] = str(self.direct_port or self.client_port)
+        c = (
+            DockerContainer(self.cluster.spec.image)
+            .with_name(self.name)
+            .with_network(network)
+            .with_network_aliases(self.alias)
+            .with_env("KAFKA_CHAOS_PROPERTIES", base64.b64encode(props.encode()).decode())
+            .with_env("KAFKA_HEAP_OPTS", self.cluster.spec.heap_opts)
+            .with_env("KAFKA_JVM_PERFORMANCE_OPTS", settings.NODE_JVM_OPTS)
+            .with_command(["sh", "-c", self._entrypoint()])
+            .with_kwargs(
+                labels=labels,
+                hostname=self.alias,
+                entrypoint=[],
+            )
+            .with_volume_mapping(self.volume, DATA_DIR, "rw")  # a named volume: kill + start keeps the log
+        )
+        if self.is_broker and not self.cluster.spec.toxiproxy:
+            bind_loopback(c, settings.CLIENT_PORT, self.client_port)
+        if self.direct_port:
+            bind_loopback(c, settings.DIRECT_PORT, self.direct_port)
+        self._container = c
+        self.cluster.client.volumes.create(self.volume, labels=self.cluster.labels(role="data"))
+        c.start()
+
+    def status(self) -> str:
+        self.container.reload()
+        return str(self.container.status)
+
+    def running(self) -> bool:
+        return self.status() == "running"
+
+    def kill(self) -> None:
+        """SIGKILL: no controlled shutdown, no flush; the data volume stays."""
+        self._drop_sidecar()
+        self.container.kill(signal="SIGKILL")
+        self._wait_status({"exited", "stopped"})
+
+    def stop(self, timeout_s: int = 30) -> None:
+        """Clean shutdown (SIGTERM, controlled shutdown), then the container stops."""
+        self._drop_sidecar()
+        self.container.stop(timeout=timeout_s)
+
+    def start(self) -> None:
+        """Start a killed or stopped node with its data."""
+        self.container.start()
+        self._wait_status({"running"})
+
+    def pause(self) -> None:
+        """Freeze every process of the node (cgroup freezer): sockets stay open, nothing answers."""
+        self.container.pause()
+
+    def resume(self) -> None:
+        self.container.unpause()
+
+    def _wait_status(self, wanted: set[str]) -> None:
+        Wait(f"{self.name} to be {'/'.join(sorted(wanted))}", 30, 0.1).until(lambda: self.status() in wanted)
+
+    def logs(self) -> str:
+        try:
+            return self.container.logs().decode(errors="replace")
+        except docker.errors.APIError as err:
+            return f"<logs of {self.name} unavailable: {err}>"
+
+    def started(self) -> bool:
+        return "Kafka Server started" in self.logs()
+
+    def started_count(self) -> int:
+        return self.logs().count("Kafka Server started")
+
+    def ip(self) -> str:
+        self.container.reload()
+        nets = self.container.attrs["NetworkSettings"]["Networks"]
+        net = nets.get(self.cluster.network_name) or next(iter(nets.values()))
+        return str(net["IPAddress"])
+
+    # -- network partitions --------------------------------------------------------------------------------
+
+    def _sidecar_exec(self, script: str) -> None:
+        """Run iptables in this node's network namespace from a side-car that alone holds NET_ADMIN."""
+        if self._sidecar is None:
+            self._sidecar = self.cluster.client.containers.run(
+                BASE_IMAGE,
+                ["sleep", "infinity"],
+                name=f"{self.name}-netfault-{uuid.uuid4().hex[:6]}",
+                network_mode=f"container:{self.container.id}",
+                cap_add=["NET_ADMIN"],
+                labels=self.cluster.labels(role="sidecar", **{NODE_LABEL: str(self.node_id)}),
+                detach=True,
+            )
+        code, out = self._sidecar.exec_run(["sh", "-c", script])
+        if code != 0:
+            text = out.decode(errors="replace") if isinstance(out, bytes) else ""
+            raise ClusterError(f"iptables on {self.name} failed ({code}): {text}")
+
+    def _drop_sidecar(self) -> None:
+        # A restarted container gets a new network namespace (and no rules); the old side-car would hold the
+        # stale one, and Podman will not stop a container that has a dependent side-car.
+        if self._sidecar is not None:
+            with contextlib.suppress(docker.errors.APIError):
+                self._sidecar.remove(force=True)
+            self._sidecar = None
+
+    def drop_traffic(self, peers: Iterable[KafkaNode], direction: Literal["both", "in", "out"] = "both") -> None:
+        """Drop packets between this node and `peers` (by container IP). `in`: this node hears nothing from them."""
+        rules = []
+        for peer in peers:
+            ip = peer.ip()
+            if direction in ("both", "in"):
+                rules.append(f"iptables -A INPUT -s {ip} -j DROP")
+            if direction in ("both", "out"):
+                rules.append(f"iptables -A OUTPUT -d {ip} -j DROP")
+        if rules:
+            self.cluster.was_partitioned = True
+            self._sidecar_exec(" && ".join(rules))
+
+    def heal(self) -> None:
+        """Remove every partition rule of this node (a no-op when none were set)."""
+        if self._sidecar is not None and self.status() == "running":
+            self._sidecar_exec("iptables -F INPUT && iptables -F OUTPUT")
+            self._drop_sidecar()
+
+    def remove(self) -> None:
+        self._drop_sidecar()
+        if self._container is not None and self._container._container is not None:
+            with contextlib.suppress(docker.errors.APIError, docker.errors.NotFound):
+                self.container.remove(force=True, v=True)
