@@ -22,16 +22,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafka_chaos.checker.tables import NemesisEvent
+from kafka_chaos.faults.registry import HEALS, KINDS, kinds_of
 
-PROCESS_FAULTS = frozenset({"kill", "stop", "pause"})
-LINK_FAULTS = frozenset({"latency", "bandwidth", "timeout", "reset_peer", "link-down"})
-HEALS: dict[str, frozenset[str]] = {
-    "restart": frozenset({"kill"}),
-    "start": frozenset({"stop"}),
-    "resume": frozenset({"pause"}),
-    "heal-link": LINK_FAULTS,
-}
-KNOWN = PROCESS_FAULTS | LINK_FAULTS
+PROCESS_FAULTS = kinds_of("process")
+LINK_FAULTS = kinds_of("client-link")
+KNOWN = frozenset(KINDS)
 
 
 @dataclass(frozen=True)
@@ -100,10 +95,10 @@ def _nodes(value: Any) -> tuple[int, ...]:
 
 def _heals(f: str, open_kind: str) -> bool:
     """Whether an event named f heals an open fault of kind `open_kind`."""
+    if f == "heal":  # histories of other tools heal their own kinds with a bare `heal`
+        return open_kind == "partition" or open_kind not in KNOWN
     if f in HEALS:
         return open_kind in HEALS[f]
-    if f == "heal":
-        return open_kind == "partition" or open_kind not in KNOWN
     return f in (f"heal-{open_kind}", f"{open_kind}-heal")
 
 

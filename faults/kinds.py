@@ -1,9 +1,8 @@
 """Fault kinds. Each brings its own heal (Jepsen's packages carry their :final-generator).
 
 A fault acts on node ids already resolved from a symbolic target; `start` returns the history value of the
-fault (at least {"nodes": [...]}) and `heal` undoes it. `HEAL_NAMES` gives the history name of each heal, so
-the report can pair a fault band's start and end: kill→restart, stop→start, pause→resume, partition→heal,
-client-link faults→heal-link.
+fault (at least {"nodes": [...]}) and `heal` undoes it. The kinds, their heals and families are in
+faults.registry; this module holds what each family does.
 """
 
 from __future__ import annotations
@@ -14,12 +13,12 @@ from typing import Any, Protocol
 
 from kafka_chaos.cluster.links import LinkFaults, LinkKind
 from kafka_chaos.faults.partitions import Shape, grudge
+from kafka_chaos.faults.registry import KINDS
 from kafka_chaos.faults.targets import Cluster
 
-NODE_FAULTS = ("kill", "stop", "pause")
-LINK_FAULTS = ("latency", "bandwidth", "timeout", "reset_peer", "link-down")
-HEAL_NAMES = {"kill": "restart", "stop": "start", "pause": "resume", "partition": "heal",
-              **{k: "heal-link" for k in LINK_FAULTS}}
+NODE_FAULTS = tuple(k for k, info in KINDS.items() if info.family == "process")
+LINK_FAULTS = tuple(k for k, info in KINDS.items() if info.family == "client-link")
+HEAL_NAMES = {k: info.heal for k, info in KINDS.items()}
 
 
 class Fault(Protocol):

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from kafka_chaos.cluster.links import LinkFaults
-from kafka_chaos.faults.kinds import HEAL_NAMES, LINK_FAULTS, Fault, LinkFault, NodeFault, PartitionFault
+from kafka_chaos.faults.kinds import HEAL_NAMES, LINK_FAULTS, NODE_FAULTS, Fault, LinkFault, NodeFault, PartitionFault
 from kafka_chaos.faults.schedule import PlannedFault
 from kafka_chaos.faults.targets import Cluster, TargetError, resolve
 
@@ -47,7 +47,7 @@ class Nemesis:
         self.errors: list[str] = []
 
     def _fault(self, p: PlannedFault) -> Fault:
-        if p.kind in ("kill", "stop", "pause"):
+        if p.kind in NODE_FAULTS:
             return NodeFault(p.kind, self.cluster)
         if p.kind == "partition":
             return PartitionFault(self.cluster, p.shape, self.rng)
@@ -79,7 +79,7 @@ class Nemesis:
         self.recorder.record("nemesis", "invoke", p.kind, {"target": p.target, "shape": p.shape}
                              if p.kind == "partition" else {"target": p.target})
         try:
-            brokers_only = p.kind in ("kill", "stop", "pause") or p.kind in LINK_FAULTS
+            brokers_only = p.kind in NODE_FAULTS or p.kind in LINK_FAULTS
             nodes = self._resolve_live(p, brokers_only)
             fault = self._fault(p)
             value = fault.start(nodes)

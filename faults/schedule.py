@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from kafka_chaos.faults.partitions import Shape
+from kafka_chaos.faults.registry import FaultKind
 from kafka_chaos.faults.targets import Target
-
-FaultKind = Literal["kill", "stop", "pause", "partition", "latency", "bandwidth", "timeout", "reset_peer", "link-down"]
 
 
 class _Strict(BaseModel):

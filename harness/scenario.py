@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from kafka_chaos.cluster.images import DEFAULT_KAFKA_VERSION
 from kafka_chaos.errors import ScenarioError
+from kafka_chaos.faults.registry import KINDS
 from kafka_chaos.faults.schedule import FaultsConfig
 
 
@@ -113,7 +114,7 @@ class Scenario(Strict):
                 f"topic.replication_factor ({self.topic.replication_factor}) needs at least that many brokers; "
                 f"cluster.nodes = {self.cluster.nodes}"
             )
-        link = {"latency", "bandwidth", "timeout", "reset_peer", "link-down"}
+        link = {k for k in self.faults.kinds() if "toxiproxy" in KINDS[k].needs}
         kinds = self.faults.kinds()
         if kinds & link and not self.cluster.toxiproxy:
             raise ValueError(f"client-link faults {sorted(kinds & link)} need cluster.toxiproxy = true")

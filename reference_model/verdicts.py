@@ -32,15 +32,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from kafka_chaos.faults.registry import KINDS, kinds_of
 from kafka_chaos.reference_model.explore import duplicates_possible
 from kafka_chaos.reference_model.matrix import Prediction, predict
 from kafka_chaos.reference_model.model import Acks
 
 __all__ = ["FaultSummary", "RunConfig", "Verdict", "judge", "unclean_election_observed"]
 
-PROCESS_FAULTS = frozenset({"kill", "stop", "pause"})
-PROCESS_HEALS = {"restart": "kill", "start": "stop", "resume": "pause"}
-LINK_FAULTS = frozenset({"latency", "bandwidth", "timeout", "reset_peer", "link-down"})
+PROCESS_FAULTS = kinds_of("process")
+PROCESS_HEALS = {KINDS[kind].heal: kind for kind in PROCESS_FAULTS}
+LINK_FAULTS = kinds_of("client-link")
 MODEL_MAX_RF = 3
 
 

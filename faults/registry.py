@@ -1,0 +1,81 @@
+"""The fault-kind registry: the one place a fault kind is defined (docs/architecture.md §5).
+
+In the style of Jepsen's nemesis packages, each kind names its heal (the history's `f` for the end of the
+fault), its family (what it acts on), what it needs from the cluster, and the colour the report draws it in.
+The nemesis, the scenario validation, the checker's fault windows, the reference model's verdicts and the
+report all read this table; none of them spells a kind out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, get_args
+
+FaultKind = Literal["kill", "stop", "pause", "partition", "latency", "bandwidth", "timeout", "reset_peer", "link-down"]
+Family = Literal["process", "network", "client-link"]
+Need = Literal["toxiproxy"]
+
+
+@dataclass(frozen=True)
+class FaultKindInfo:
+    name: str
+    heal: str  # the history name of its heal
+    family: Family
+    description: str
+    colour: str  # fill of its band in the report
+    needs: frozenset[Need] = frozenset()
+
+    @property
+    def brokers_only(self) -> bool:
+        """Client links exist only in front of brokers; process faults pick among every node."""
+        return self.family == "client-link"
+
+
+def _link(name: str, description: str, colour: str) -> FaultKindInfo:
+    return FaultKindInfo(name, "heal-link", "client-link", description, colour, frozenset({"toxiproxy"}))
+
+
+KINDS: dict[str, FaultKindInfo] = {
+    info.name: info
+    for info in (
+        FaultKindInfo("kill", "restart", "process", "SIGKILL; restarted later on the data it had", "#d62728"),
+        FaultKindInfo("stop", "start", "process", "clean shutdown (SIGTERM); started later", "#ff7f0e"),
+        FaultKindInfo("pause", "resume", "process", "every process frozen (cgroup freezer); resumed later", "#9467bd"),
+        FaultKindInfo("partition", "heal", "network", "iptables DROP between nodes by a shape; rules flushed later",
+                      "#1f77b4"),
+        _link("latency", "client link delayed (Toxiproxy latency)", "#bcbd22"),
+        _link("bandwidth", "client link throttled (Toxiproxy bandwidth)", "#17becf"),
+        _link("timeout", "client link black-holed: data dropped, connections hang", "#8c564b"),
+        _link("reset_peer", "client connections reset (TCP RST)", "#e377c2"),
+        _link("link-down", "client proxy disabled: connections refused", "#7f7f7f"),
+    )
+}
+assert set(KINDS) == set(get_args(FaultKind)), "FaultKind and KINDS must name the same kinds"
+
+HEALS: dict[str, frozenset[str]] = {}
+for _info in KINDS.values():
+    HEALS[_info.heal] = HEALS.get(_info.heal, frozenset()) | {_info.name}
+
+
+def kinds_of(family: Family) -> frozenset[str]:
+    return frozenset(k for k, info in KINDS.items() if info.family == family)
+
+
+def heal_of(kind: str) -> str:
+    """The history name of a kind's heal."""
+    return KINDS[kind].heal
+
+
+def is_heal(f: str) -> bool:
+    """Whether a nemesis event ends faults rather than starting one."""
+    return f in HEALS
+
+
+def healed_by(heal: str) -> frozenset[str]:
+    """The kinds a heal event ends."""
+    return HEALS.get(heal, frozenset())
+
+
+def colour(kind: str) -> str:
+    info = KINDS.get(kind)
+    return info.colour if info else "#999999"
