@@ -19,7 +19,7 @@ from pathlib import Path
 from rich.console import Console
 
 from kafka_chaos.cluster import ClusterSpec, KafkaCluster
-from kafka_chaos.harness.history import History
+from kafka_chaos.history import History
 from kafka_chaos.workloads import ProducerSettings, ProducerWorkload
 
 

@@ -12,14 +12,13 @@ from typing import Any
 
 from kafka_chaos.checker.analysis import analyse, json_default
 from kafka_chaos.checker.faults import faults_from_history
-from kafka_chaos.checker.tables import HISTORY_FILE, history_to_tables, read_state_samples, write_tables
+from kafka_chaos.checker.tables import history_to_tables, read_state_samples, write_tables
 from kafka_chaos.errors import HistoryError
-
-RESULTS_FILE = "results.json"
+from kafka_chaos.rundir import HISTORY_FILE, RESULTS_FILE
 
 
 def check_run(run_dir: Path, *, write: bool = True, config: Any = None) -> dict[str, Any]:
-    """Check the run in `run_dir` and return DESIGN.md §4's result dict.
+    """Check the run in `run_dir` and return docs/architecture.md §4's result dict.
 
     Reads `history.jsonl` (and `state.jsonl`, the observer's samples, when there is one); with `write`, also
     writes `sends.parquet`, `polls.parquet` and `results.json` there. `config` is passed to the verdicts;
@@ -52,10 +51,26 @@ def check_run(run_dir: Path, *, write: bool = True, config: Any = None) -> dict[
     if write and run_dir.is_dir():
         try:
             write_tables(tables, run_dir)
-            tmp = run_dir / (RESULTS_FILE + ".tmp")
-            with tmp.open("w") as fh:
-                json.dump(result, fh, default=json_default, separators=(",", ":"))
-            os.replace(tmp, run_dir / RESULTS_FILE)
         except OSError as e:
             raise HistoryError(f"cannot write results into {run_dir}: {e.strerror or e}") from e
+        write_results(run_dir, result)
     return result
+
+
+def write_results(run_dir: Path, result: dict[str, Any]) -> None:
+    """results.json, replaced in one step so a reader never sees half of it."""
+    try:
+        tmp = run_dir / (RESULTS_FILE + ".tmp")
+        with tmp.open("w") as fh:
+            json.dump(result, fh, default=json_default, separators=(",", ":"))
+        os.replace(tmp, run_dir / RESULTS_FILE)
+    except OSError as e:
+        raise HistoryError(f"cannot write results into {run_dir}: {e.strerror or e}") from e
+
+
+class JepsenChecker:
+    """The default checker as a run part (harness.testmap.Checker): Jepsen's anomalies with the model's verdicts;
+    writes the tables and results.json into the run's folder."""
+
+    def check(self, run_dir: Path) -> dict[str, Any]:
+        return check_run(run_dir)

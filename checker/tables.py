@@ -41,11 +41,7 @@ import pyarrow.parquet as pq
 
 from kafka_chaos.checker.schema import POLLS_SCHEMA, SENDS_SCHEMA
 from kafka_chaos.errors import HistoryError
-
-HISTORY_FILE = "history.jsonl"
-STATE_FILE = "state.jsonl"
-SENDS_FILE = "sends.parquet"
-POLLS_FILE = "polls.parquet"
+from kafka_chaos.rundir import HISTORY_FILE, POLLS_FILE, SENDS_FILE, STATE_FILE
 
 CLIENT_OP_FS = ("send", "poll", "txn")
 SPILL_EVERY = 1 << 18

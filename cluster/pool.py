@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
-
 from kafka_chaos.cluster.kafka import KafkaCluster
 from kafka_chaos.cluster.spec import ClusterSpec
 
 
 def spec_key(spec: ClusterSpec) -> str:
-    return repr(sorted(asdict(spec).items()))
+    return repr(sorted(spec.model_dump().items()))
 
 
 class ClusterPool:

@@ -1,33 +1,39 @@
-"""What cluster to start: the scenario's `[cluster]` table (docs/architecture.md, "The cluster")."""
+"""What cluster to start: the scenario's `[cluster]` table, taken as it is (docs/architecture.md §2)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from kafka_chaos.cluster import settings
-from kafka_chaos.cluster.images import kafka_image
-from kafka_chaos.errors import ClusterError
+from kafka_chaos.cluster.images import DEFAULT_KAFKA_VERSION, kafka_image
 
 
-@dataclass(frozen=True)
-class ClusterSpec:
-    """What to start. `nodes` are combined broker+controller nodes, or brokers when `controllers` > 0."""
+class ClusterSpec(BaseModel):
+    """What to start. `nodes` are combined broker+controller nodes, or brokers when `controllers` > 0.
 
-    nodes: int = 3
-    controllers: int = 0
-    kafka_version: str = "4.3.1"
+    Node ids: combined nodes and brokers are 1..N; dedicated controllers 101..100+C.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    nodes: int = Field(3, ge=1, le=9, description="combined nodes, or brokers when controllers > 0")
+    controllers: int = Field(0, ge=0, le=5, description="dedicated controllers; 0 = combined nodes")
+    kafka_version: str = DEFAULT_KAFKA_VERSION
     official_image: bool = False
     toxiproxy: bool = False
-    elr: bool | None = None  # None: the version's default; True/False: set eligible.leader.replicas.version
-    broker_overrides: dict[str, str] = field(default_factory=dict)
+    elr: bool | None = Field(None, description="None: the version's default; else eligible.leader.replicas.version")
+    broker_overrides: dict[str, str] = Field(default_factory=dict)
     heap_opts: str = settings.NODE_HEAP_OPTS
-    start_timeout_s: float = 90.0
+    start_timeout_s: float = Field(90.0, gt=0)
 
-    def __post_init__(self) -> None:
-        if self.nodes < 1:
-            raise ClusterError(f"nodes must be at least 1, got {self.nodes}")
-        if self.controllers < 0:
-            raise ClusterError(f"controllers must be 0 (combined nodes) or more, got {self.controllers}")
+    @field_validator("broker_overrides", mode="before")
+    @classmethod
+    def _stringify(cls, v: Any) -> Any:
+        if isinstance(v, dict):
+            return {str(k): str(val).lower() if isinstance(val, bool) else str(val) for k, val in v.items()}
+        return v
 
     @property
     def image(self) -> str:

@@ -8,17 +8,21 @@ active, so everything is healed before the final read.
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import random
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kafka_chaos.cluster.links import LinkFaults
 from kafka_chaos.faults.kinds import HEAL_NAMES, LINK_FAULTS, NODE_FAULTS, Fault, LinkFault, NodeFault, PartitionFault
 from kafka_chaos.faults.schedule import PlannedFault
 from kafka_chaos.faults.targets import Cluster, TargetError, resolve
+
+if TYPE_CHECKING:  # types only: the nemesis never imports the harness at run time
+    from kafka_chaos.harness.testmap import RunContext
 
 
 class Recorder(Protocol):
@@ -125,3 +129,24 @@ class Nemesis:
             self._thread.join()
         for i in sorted(self._active):
             self._heal(i)
+
+
+class ScheduledNemesis:
+    """The scenario's `[faults]` as a run part (harness.testmap.Nemesis): the plan, fired on time; at the end
+    every fault still active is healed and the cluster is brought back to health before the final read."""
+
+    def __init__(self, planned: list[PlannedFault]) -> None:
+        self.planned = planned
+        self._nemesis: Nemesis | None = None
+
+    def start(self, ctx: RunContext) -> None:
+        links = ctx.cluster.toxiproxy.links if ctx.cluster.toxiproxy else None
+        self._nemesis = Nemesis(ctx.cluster, ctx.topic, self.planned, ctx.history, ctx.scenario.seed, links=links)
+        self._nemesis.start()
+
+    def stop(self, ctx: RunContext, *, interrupted: bool) -> None:
+        if self._nemesis is not None:
+            self._nemesis.stop()
+        if not interrupted:
+            with contextlib.suppress(Exception):  # the final read waits for health itself; it has the deadline
+                ctx.cluster.heal_all(timeout_s=90)

@@ -37,6 +37,7 @@ from kafka_chaos.cluster import ClusterPool, spec_key
 from kafka_chaos.errors import ScenarioError
 from kafka_chaos.harness.run import cluster_spec, resolve_scenario, run_scenario
 from kafka_chaos.harness.scenario import Scenario
+from kafka_chaos.rundir import JUNIT_FILE, RunDir
 
 
 @dataclass(frozen=True)
@@ -132,7 +133,7 @@ def _writes_during_faults(run_dir: Path, result: dict[str, Any]) -> bool | None:
     import pyarrow.parquet as pq
 
     windows = [w for w in result.get("faults", {}).get("windows", []) if w.get("end") is not None]
-    sends_path = run_dir / "sends.parquet"
+    sends_path = RunDir(run_dir).sends
     if not windows or not sends_path.exists():
         return None
     sends = pq.read_table(sends_path, columns=["type", "complete_time"])
@@ -228,7 +229,7 @@ def _write_junit(cdir: Path, runs: list[dict[str, Any]]) -> None:
                     f"{xesc(chr(10).join(r['violations']))}</failure>")
         cases.append(f'<testcase classname="kafka-chaos.campaign" name={quoteattr(r["label"])}>{body}</testcase>')
     failures = sum(1 for r in runs if r["status"] == "done" and not r["passed"])
-    (cdir / "junit.xml").write_text(
+    (cdir / JUNIT_FILE).write_text(
         '<?xml version="1.0" encoding="utf-8"?>\n'
         f'<testsuite name="kafka-chaos campaign" tests="{len(runs)}" failures="{failures}">{"".join(cases)}'
         "</testsuite>\n"
@@ -246,7 +247,7 @@ def render_index(summary: dict[str, Any], cdir: Path) -> str:
             rows.append(f"<tr class=pending><td>{r['index']}</td><td>{escape(r['label'])}</td>"
                         "<td colspan=7>pending</td></tr>")
             continue
-        link = os.path.relpath(Path(r["run_dir"]) / "report.html", cdir.resolve())
+        link = os.path.relpath(RunDir(Path(r["run_dir"])).report, cdir.resolve())
         pred, meas = r.get("prediction") or {}, r.get("measured") or {}
         counts = ", ".join(f"{k}: {v}" for k, v in sorted(r["anomaly_counts"].items())) or "none"
         mismatch = pred and meas.get("lost") and not pred.get("loss_possible")

@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from kafka_chaos.errors import KafkaChaosError
+from kafka_chaos.rundir import RunDir
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, help="Jepsen-style chaos testing for real Kafka clusters."
@@ -188,7 +189,7 @@ def report(run_dir: Annotated[Path, typer.Argument(help="A run's results folder"
     from kafka_chaos.harness.report import write_report
     from kafka_chaos.harness.run import check_run_dir
 
-    if not (run_dir / "results.json").exists():
+    if not RunDir(run_dir).results.exists():
         check_run_dir(run_dir)
     console.print(f"report: {write_report(run_dir)}")
 

@@ -24,7 +24,6 @@ import contextlib
 import itertools
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +49,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def _spec_from_marker(item: pytest.Item) -> ClusterSpec:
     marker = item.get_closest_marker("kafka_cluster")
     kwargs = dict(marker.kwargs) if marker else {}
-    allowed = {f.name for f in fields(ClusterSpec)}
+    allowed = set(ClusterSpec.model_fields)
     unknown = set(kwargs) - allowed
     if unknown:
         raise pytest.UsageError(f"kafka_cluster marker: unknown fields {sorted(unknown)}; allowed: {sorted(allowed)}")

@@ -19,11 +19,9 @@ import orjson
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from kafka_chaos.checker.run import RESULTS_FILE
-from kafka_chaos.checker.tables import HISTORY_FILE, read_state_samples
+from kafka_chaos.checker.tables import read_state_samples
 from kafka_chaos.checker.verdicts import apply_verdicts, load_judge, verdict_inputs
-
-RECONCILE_FILE = "reconcile.json"
+from kafka_chaos.rundir import HISTORY_FILE, RECONCILE_FILE, RESULTS_FILE, RunDir
 
 
 def reconcile(
@@ -66,7 +64,7 @@ def _fill_send_ms(run_dir: Path, duplicates: list[dict[str, Any]], key_prefix: s
         return
     try:
         sends = pq.read_table(
-            run_dir / "sends.parquet",
+            RunDir(run_dir).sends,
             columns=["key", "value", "invoke_time", "complete_time"],
             filters=[("value", "in", sorted({int(d["value"]) for d in missing}))],
         )

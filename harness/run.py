@@ -1,4 +1,4 @@
-"""One run, end to end (DESIGN.md §2): the test map of Jepsen, wired.
+"""One run, end to end (docs/architecture.md §2): Jepsen's test map, assembled from parts (harness.testmap).
 
     scenario → cluster up → topic → observer + consumers + producers + nemesis → heal everything
              → final drain read → cluster down → checker → results.json, report.html, junit.xml
@@ -12,9 +12,9 @@ An interrupted run (Ctrl-C, SIGTERM, a crash) still removes its cluster, and kee
 from __future__ import annotations
 
 import contextlib
-import itertools
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,12 +23,17 @@ from xml.sax.saxutils import escape, quoteattr
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
+from kafka_chaos.checker.run import JepsenChecker, write_results
 from kafka_chaos.cluster import ClusterPool, ClusterSpec, KafkaCluster, new_run_id
 from kafka_chaos.cluster.observer import Observer
-from kafka_chaos.faults import Nemesis, plan
-from kafka_chaos.harness.history import History
+from kafka_chaos.faults import plan
+from kafka_chaos.faults.nemesis import ScheduledNemesis
+from kafka_chaos.harness.report import write_report
 from kafka_chaos.harness.scenario import Scenario, load_scenario, parse_scenario, to_toml
-from kafka_chaos.workloads import ConsumerSettings, ConsumerWorkload, ProducerSettings, ProducerWorkload, final_drain
+from kafka_chaos.harness.testmap import Checker, Nemesis, RunContext, Workload
+from kafka_chaos.history import History
+from kafka_chaos.rundir import RunDir
+from kafka_chaos.workloads.queue import QueueWorkload
 
 
 @dataclass(frozen=True)
@@ -47,10 +52,7 @@ class RunResult:
 
 
 def cluster_spec(s: Scenario) -> ClusterSpec:
-    c = s.cluster
-    return ClusterSpec(nodes=c.nodes, controllers=c.controllers, kafka_version=c.kafka_version,
-                       official_image=c.official_image, toxiproxy=c.toxiproxy, elr=c.elr,
-                       broker_overrides=dict(c.broker_overrides))
+    return s.cluster
 
 
 def resolve_scenario(scenario: str | Path | dict[str, Any] | Scenario, seed: int | None = None,
@@ -78,25 +80,35 @@ def run_scenario(
     seed: int | None = None,
     pool: ClusterPool | None = None,
     console: Console | None = None,
+    workloads: Sequence[Workload] | None = None,
+    nemesis: Nemesis | None = None,
+    checkers: Sequence[Checker] = (),
     **overrides: Any,
 ) -> RunResult:
-    """Run a scenario and check it. With `pool`, reuse the pool's cluster for this spec (a fresh topic per run)."""
+    """Run a scenario and check it: Jepsen's test map, with the scenario's own parts unless others are given.
+
+    `workloads` replace the scenario's queue workload, `nemesis` its fault schedule; `checkers` run after the
+    default checker and their violations count like its own. With `pool`, the pool's cluster for this spec is
+    reused (a fresh topic per run).
+    """
     s = resolve_scenario(scenario, seed, **overrides)
     console = console or Console(quiet=True)
     run_id = new_run_id(s.name, s.seed)
-    run_dir = Path(out) / run_id
-    while run_dir.exists():  # two runs of one scenario and seed in the same second
+    run = RunDir(Path(out) / run_id)
+    while run.path.exists():  # two runs of one scenario and seed in the same second
         run_id = f"{run_id}-{uuid.uuid4().hex[:4]}"
-        run_dir = Path(out) / run_id
-    run_dir.mkdir(parents=True)
-    spec = cluster_spec(s)
+        run = RunDir(Path(out) / run_id)
+    run.path.mkdir(parents=True)
+    spec = s.cluster
     resolved = {**s.model_dump(exclude_none=True), "run_id": run_id, "kafka_settings": spec.settings()}
-    (run_dir / "scenario.toml").write_text(to_toml(resolved))
+    run.scenario.write_text(to_toml(resolved))
+    parts_workloads: list[Workload] = list(workloads) if workloads is not None else [QueueWorkload(s.workload)]
+    parts_nemesis = nemesis if nemesis is not None else ScheduledNemesis(plan(s.faults, s.duration_s, s.seed))
 
     interrupted: BaseException | None = None
     try:
         with contextlib.ExitStack() as stack:
-            history = stack.enter_context(History(run_dir / "history.jsonl"))
+            history = stack.enter_context(History(run.history))
             history.record("harness", "info", "run-start", resolved)
             if pool is not None:
                 with console.status("cluster: starting or reusing…"):
@@ -107,94 +119,67 @@ def run_scenario(
                 with console.status(f"cluster: starting {spec.nodes} nodes…"):
                     stack.enter_context(cluster)
                 topic = s.topic.name
-            stack.callback(cluster.save_logs, run_dir / "logs")
-            _execute(s, cluster, topic, history, run_dir, console)
+            stack.callback(cluster.save_logs, run.logs)
+            ctx = RunContext(s, cluster, topic, history, run, console)
+            _execute(ctx, parts_workloads, parts_nemesis)
     except KeyboardInterrupt as err:
         interrupted = err
-    results = check_run_dir(run_dir, console=console)
+    results = check_run_dir(run.path, console=console, checkers=checkers)
     if interrupted is not None:
         raise interrupted
-    return RunResult(run_id, run_dir, s, results)
+    return RunResult(run_id, run.path, s, results)
 
 
-def _execute(s: Scenario, cluster: KafkaCluster, topic: str, history: History, run_dir: Path,
-             console: Console) -> None:
-    w = s.workload
-    cluster.create_topic(topic, s.topic.partitions, s.topic.replication_factor, s.topic.kafka_configs())
-    history.record("harness", "info", "topic", {"topic": topic, "keys": [f"{topic}/{p}" for p in
-                                                                      range(s.topic.partitions)]})
-    bootstrap = cluster.bootstrap_servers()
-    observer = Observer(cluster.bootstrap_servers(direct=True), topic, s.topic.partitions,
-                        run_dir / "state.jsonl", history.now)
-    consumer_settings = ConsumerSettings(bootstrap, topic, s.topic.partitions, mode=w.consumer_mode,
-                                         max_records=w.poll_max_records, group_id=f"kafka-chaos-{topic}")
-    consumers = [ConsumerWorkload(consumer_settings, history) for _ in range(w.consumers)]
-    values = itertools.count()  # run-wide unique values; next() on itertools.count is atomic in CPython
-    producers = [
-        ProducerWorkload(
-            ProducerSettings(bootstrap, topic, s.topic.partitions, acks=w.acks, idempotence=w.idempotence,
-                             retries=w.retries, linger_ms=w.linger_ms, batch_size=w.batch_size,
-                             record_size=w.record_size, rate=w.rate, in_flight=w.in_flight,
-                             delivery_timeout_ms=w.delivery_timeout_ms, request_timeout_ms=w.request_timeout_ms),
-            history, values, seed=s.seed * 1000 + i,
-        )
-        for i in range(w.producers)
-    ]
-    links = cluster.toxiproxy.links if cluster.toxiproxy else None
-    nemesis = Nemesis(cluster, topic, plan(s.faults, s.duration_s, s.seed), history, s.seed, links=links)
-
+def _execute(ctx: RunContext, workloads: list[Workload], nemesis: Nemesis) -> None:
+    """Start every part, let the run last its duration, heal, stop the clients, read back."""
+    s, cluster, history = ctx.scenario, ctx.cluster, ctx.history
+    cluster.create_topic(ctx.topic, s.topic.partitions, s.topic.replication_factor, s.topic.kafka_configs())
+    history.record("harness", "info", "topic", {"topic": ctx.topic, "keys": ctx.keys})
+    observer = Observer(cluster.bootstrap_servers(direct=True), ctx.topic, s.topic.partitions, ctx.run.state,
+                        history.now)
     observer.start()
-    for consumer in consumers:
-        consumer.start()
-    for producer in producers:
-        producer.start()
-    nemesis.start()
+    for workload in workloads:
+        workload.start(ctx)
+    nemesis.start(ctx)
     interrupted = False
     try:
         with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[stats]}"),
-                      TimeRemainingColumn(), console=console, transient=True) as progress:
+                      TimeRemainingColumn(), console=ctx.console, transient=True) as progress:
             task = progress.add_task(s.name, total=s.duration_s, stats="")
             start = time.monotonic()
             while (elapsed := time.monotonic() - start) < s.duration_s:
-                ok = sum(p.counts["ok"] for p in producers)
-                info = sum(p.counts["info"] for p in producers)
-                fail = sum(p.counts["fail"] for p in producers)
-                polls = sum(c.polls for c in consumers)
-                progress.update(task, completed=elapsed,
-                                stats=f"sends ok {ok} info {info} fail {fail} · polls {polls}")
+                progress.update(task, completed=elapsed, stats=" · ".join(w.progress() for w in workloads))
                 time.sleep(0.5)
     except KeyboardInterrupt:
         interrupted = True  # the cluster is about to go: stop at once, keep what the history has
         raise
     finally:
-        with console.status("healing every fault…"):
-            nemesis.stop()
-            if not interrupted:
-                with contextlib.suppress(Exception):
-                    cluster.heal_all(timeout_s=90)
-        with console.status("stopping clients…"):
-            for p in producers:
-                p.stop(flush_timeout_s=1 if interrupted else w.delivery_timeout_ms / 1000 + 5)
-            for c in consumers:
-                c.stop()
+        with ctx.console.status("healing every fault…"):
+            nemesis.stop(ctx, interrupted=interrupted)
+        with ctx.console.status("stopping clients…"):
+            for workload in workloads:
+                workload.stop(ctx, interrupted=interrupted)
             if interrupted:
                 observer.stop()
-    with console.status("final drain read…"):
-        drained = final_drain(consumer_settings, history, timeout_s=w.drain_timeout_s)
-    history.record("harness", "info", "drain-complete", drained)
+    with ctx.console.status("final read…"):
+        reads = [workload.final_read(ctx) for workload in workloads]
+    history.record("harness", "info", "drain-complete", all(r.get("complete", True) for r in reads if r))
     observer.stop()
 
 
-def check_run_dir(run_dir: Path, console: Console | None = None) -> dict[str, Any]:
-    """Check a stored run (also one cut short): results.json, the report, junit.xml."""
-    from kafka_chaos.checker import check_run
+def check_run_dir(run_dir: Path, console: Console | None = None, checkers: Sequence[Checker] = ()) -> dict[str, Any]:
+    """Check a stored run (also one cut short): results.json, the report, junit.xml.
 
-    results = check_run(Path(run_dir))
+    The default checker writes results.json; each further checker's output is kept under `checkers` by its class
+    name, and its `violations` join the run's."""
+    results = JepsenChecker().check(Path(run_dir))
+    if checkers:
+        for checker in checkers:
+            found = checker.check(Path(run_dir))
+            results.setdefault("checkers", {})[type(checker).__name__] = found
+            results["violations"] = [*results["violations"], *found.get("violations", [])]
+        write_results(Path(run_dir), results)
     write_junit(Path(run_dir), results)
-    try:
-        from kafka_chaos.harness.report import write_report
-    except ImportError:
-        return results
     try:
         write_report(Path(run_dir))
     except Exception as err:  # a broken report must not hide the verdict
@@ -216,6 +201,6 @@ def write_junit(run_dir: Path, results: dict[str, Any]) -> Path:
         f'<testsuite name="kafka-chaos" tests="1" failures="{1 if violations else 0}">'
         f'<testcase classname="kafka-chaos.run" name={quoteattr(name)}>{body}</testcase></testsuite>\n'
     )
-    path = run_dir / "junit.xml"
+    path = RunDir(run_dir).junit
     path.write_text(xml)
     return path

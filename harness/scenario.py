@@ -9,35 +9,19 @@ from __future__ import annotations
 import re
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from kafka_chaos.cluster.images import DEFAULT_KAFKA_VERSION
+from kafka_chaos.cluster.spec import ClusterSpec
 from kafka_chaos.errors import ScenarioError
 from kafka_chaos.faults.registry import KINDS
 from kafka_chaos.faults.schedule import FaultsConfig
+from kafka_chaos.workloads.config import WorkloadConfig
 
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ClusterConfig(Strict):
-    nodes: int = Field(3, ge=1, le=9, description="combined nodes, or brokers when controllers > 0")
-    controllers: int = Field(0, ge=0, le=5)
-    kafka_version: str = DEFAULT_KAFKA_VERSION
-    official_image: bool = False
-    toxiproxy: bool = False
-    elr: bool | None = None
-    broker_overrides: dict[str, str] = Field(default_factory=dict)
-
-    @field_validator("broker_overrides", mode="before")
-    @classmethod
-    def _stringify(cls, v: Any) -> Any:
-        if isinstance(v, dict):
-            return {str(k): str(val).lower() if isinstance(val, bool) else str(val) for k, val in v.items()}
-        return v
 
 
 class TopicConfig(Strict):
@@ -65,41 +49,12 @@ class TopicConfig(Strict):
         }
 
 
-class WorkloadConfig(Strict):
-    producers: int = Field(2, ge=0, le=32, description="producer threads")
-    in_flight: int = Field(8, ge=1, le=1024, description="Jepsen processes per producer thread, one op each")
-    consumers: int = Field(1, ge=0, le=32)
-    consumer_mode: Literal["assign", "subscribe"] = "assign"
-    acks: Literal["0", "1", "all"] = "all"
-    idempotence: bool = True
-    retries: int | None = Field(None, ge=0)
-    linger_ms: int = Field(5, ge=0)
-    batch_size: int = Field(16384, ge=1)
-    record_size: int = Field(100, ge=8, le=1_000_000)
-    rate: float = Field(200, ge=0, description="sends per second per producer thread; 0 = unthrottled")
-    delivery_timeout_ms: int = Field(15000, ge=1000)
-    request_timeout_ms: int = Field(5000, ge=100)
-    poll_max_records: int = Field(500, ge=1)
-    drain_timeout_s: float = Field(60, gt=0)
-
-    @field_validator("acks", mode="before")
-    @classmethod
-    def _acks_text(cls, v: Any) -> Any:
-        return str(v) if isinstance(v, int) else v
-
-    @model_validator(mode="after")
-    def _idempotence_needs_acks_all(self) -> WorkloadConfig:
-        if self.idempotence and self.acks != "all":
-            raise ValueError(f"idempotence = true needs acks = \"all\" (Kafka's rule); got acks = \"{self.acks}\"")
-        return self
-
-
 class Scenario(Strict):
     name: str
     description: str = ""
     seed: int = 0
     duration_s: float = Field(30, gt=0, le=24 * 3600)
-    cluster: ClusterConfig = Field(default_factory=lambda: ClusterConfig())
+    cluster: ClusterSpec = Field(default_factory=lambda: ClusterSpec())
     topic: TopicConfig = Field(default_factory=lambda: TopicConfig())
     workload: WorkloadConfig = Field(default_factory=lambda: WorkloadConfig())
     faults: FaultsConfig = Field(default_factory=lambda: FaultsConfig())

@@ -56,6 +56,7 @@ if __name__ == "__main__" and not __package__:
 
 from kafka_chaos.checker.schema import ANOMALIES_BAD_BY_DEFAULT
 from kafka_chaos.errors import SparkReconcileError
+from kafka_chaos.rundir import RECONCILE_FILE, RESULTS_FILE
 from kafka_chaos.spark import kernel
 from kafka_chaos.spark.session import DEFAULT_DRIVER_MEMORY, DEFAULT_MASTER, first_line, start_session
 from kafka_chaos.spark.tables import OP_STRIDE, RunTables, load_rows, read_run, resolve_runs
@@ -74,7 +75,7 @@ _ADAPTIVE = {
     # Small partitions (several per core) keep each Python worker's Arrow input small.
     "spark.sql.adaptive.advisoryPartitionSizeInBytes": "16m",
 }
-RESULT_FILE = "reconcile.json"
+RESULT_FILE = RECONCILE_FILE
 
 # Which columns of a findings row make up an instance of each anomaly (names as checker/ emits them).
 _FIELDS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -297,7 +298,7 @@ def _complete(runs: list[RunTables]) -> bool:
     complete."""
     complete = True
     for run in runs:
-        path = Path(run.path.removeprefix("file://")) / "results.json"
+        path = Path(run.path.removeprefix("file://")) / RESULTS_FILE
         try:
             with path.open() as fh:
                 data = json.load(fh)

@@ -1,4 +1,4 @@
-"""What workloads need of the history: record events and hand out process numbers (harness.history.History)."""
+"""What workloads need of the history: record events and hand out process numbers (kafka_chaos.history.History)."""
 
 from __future__ import annotations
 

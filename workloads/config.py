@@ -1,0 +1,38 @@
+"""The scenario's `[workload]` table: what the default queue workload does (docs/architecture.md §2)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+
+class WorkloadConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    producers: int = Field(2, ge=0, le=32, description="producer threads")
+    in_flight: int = Field(8, ge=1, le=1024, description="Jepsen processes per producer thread, one op each")
+    consumers: int = Field(1, ge=0, le=32)
+    consumer_mode: Literal["assign", "subscribe"] = "assign"
+    acks: Literal["0", "1", "all"] = "all"
+    idempotence: bool = True
+    retries: int | None = Field(None, ge=0)
+    linger_ms: int = Field(5, ge=0)
+    batch_size: int = Field(16384, ge=1)
+    record_size: int = Field(100, ge=8, le=1_000_000)
+    rate: float = Field(200, ge=0, description="sends per second per producer thread; 0 = unthrottled")
+    delivery_timeout_ms: int = Field(15000, ge=1000)
+    request_timeout_ms: int = Field(5000, ge=100)
+    poll_max_records: int = Field(500, ge=1)
+    drain_timeout_s: float = Field(60, gt=0)
+
+    @field_validator("acks", mode="before")
+    @classmethod
+    def _acks_text(cls, v: Any) -> Any:
+        return str(v) if isinstance(v, int) else v
+
+    @model_validator(mode="after")
+    def _idempotence_needs_acks_all(self) -> WorkloadConfig:
+        if self.idempotence and self.acks != "all":
+            raise ValueError(f"idempotence = true needs acks = \"all\" (Kafka's rule); got acks = \"{self.acks}\"")
+        return self
