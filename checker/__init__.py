@@ -5,7 +5,7 @@
     result["valid"], result["violations"]
 
 Lower level: `history_to_tables(path)` → HistoryTables (sends, polls, meta); `analyse(sends, polls, ...)`
-→ Analysis. See DESIGN.md §3–§4.
+→ Analysis. See docs/architecture.md §3–§4.
 """
 
 from kafka_chaos.checker.analysis import ANOMALY_NAMES, Analysis, analyse

@@ -9,7 +9,7 @@ Pure: no I/O. The steps follow Jepsen's `analysis`:
 3. Policy (checker.verdicts): which instances are bad by default, and the reference model's verdict on
    each (violation / permitted).
 
-Output (DESIGN.md §4): `{"valid", "complete", "anomaly_counts", "anomalies", "violations", "stats"}`.
+Output (docs/architecture.md §4): `{"valid", "complete", "anomaly_counts", "anomalies", "violations", "stats"}`.
 `valid` is false exactly when some bad-by-default instance is present; a run *passes* when `violations` is
 empty. Names absent from `anomaly_counts` mean zero.
 """
@@ -38,7 +38,7 @@ ANOMALY_NAMES: tuple[str, ...] = tuple(ANOMALIES_BAD_BY_DEFAULT)
 
 @dataclass
 class Analysis:
-    """The checker's result. `to_dict()` is the JSON of DESIGN.md §4."""
+    """The checker's result. `to_dict()` is the JSON of docs/architecture.md §4."""
 
     valid: bool
     complete: bool
@@ -149,11 +149,9 @@ def analyse(
 def check_conformance(
     state_samples: list[dict[str, Any]], sends: pa.Table, polls: pa.Table, config: Any
 ) -> dict[str, list[dict[str, Any]]] | None:
-    """`checker.conformance.conformance`, or None while that module (or the model it needs) is missing."""
-    try:
-        from kafka_chaos.checker.conformance import conformance
-    except ImportError:
-        return None
+    """`checker.conformance.conformance`: the observed partition states against the model's rules."""
+    from kafka_chaos.checker.conformance import conformance
+
     result: dict[str, list[dict[str, Any]]] = conformance(state_samples, sends, polls, config)
     return result
 

@@ -1,4 +1,4 @@
-"""Conformance: observed behaviour that the reference model of Kafka's ISR protocol forbids (DESIGN.md §4).
+"""Conformance: observed behaviour that the reference model of Kafka's ISR protocol forbids (docs/architecture.md §4).
 
 `conformance(state_samples, sends, polls, config)` is pure. It reads the observer's samples (state.jsonl)
 and the sends/polls tables, and returns one list of instances per named anomaly (every name present, empty

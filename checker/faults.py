@@ -1,7 +1,7 @@
 """The fault schedule as it happened, from the nemesis events in the history.
 
 The nemesis records an `invoke` when it asks for a fault or a heal and an `info` when that took effect
-(DESIGN.md §3). A *fault window* runs from the moment a fault took effect to the moment its heal took effect
+(docs/architecture.md §3). A *fault window* runs from the moment a fault took effect to the moment its heal took effect
 (or to the end of the history if it was never healed). Which event heals which fault:
 
 - `restart` heals `kill`, `start` heals `stop`, `resume` heals `pause`, `heal-link` heals the client-link

@@ -1,4 +1,4 @@
-"""The columnar tables the checker and spark/ read (DESIGN.md §3) and the anomaly names (§4).
+"""The columnar tables the checker and spark/ read (docs/architecture.md §3) and the anomaly names (§4).
 
 One definition, shared: spark/ imports these so the two engines cannot drift apart.
 """

@@ -1,4 +1,4 @@
-"""history.jsonl → the `sends` and `polls` tables (DESIGN.md §3), and Parquet in and out.
+"""history.jsonl → the `sends` and `polls` tables (docs/architecture.md §3), and Parquet in and out.
 
 One pass over the file, in the order events happened. Client ops are paired invoke → completion by process
 (a process runs one op at a time). What each op contributes:
@@ -492,7 +492,7 @@ def read_tables(run_dir: Path | str) -> tuple[pa.Table, pa.Table]:
 
 
 def read_state_samples(run_dir: Path | str) -> list[dict[str, Any]] | None:
-    """The observer's samples (`state.jsonl`, DESIGN.md §3), or None if the run has none.
+    """The observer's samples (`state.jsonl`, docs/architecture.md §3), or None if the run has none.
 
     Lenient, as the samples are evidence on the side: a line that is not a JSON object (a cut last line,
     say) is skipped.

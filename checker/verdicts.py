@@ -1,4 +1,4 @@
-"""Verdicts: whether Kafka, as configured, permits each anomaly instance (DESIGN.md §4).
+"""Verdicts: whether Kafka, as configured, permits each anomaly instance (docs/architecture.md §4).
 
 The checker says what happened; `reference_model.verdicts.judge` says whether Kafka's documented guarantees
 allowed it. This module is the bridge and the policy kept apart (Jepsen's `allowed-error-types`):
@@ -41,11 +41,11 @@ def is_bad(name: str, instance: dict[str, Any]) -> bool:
 
 
 def load_judge() -> Judge | None:
-    """`reference_model.verdicts.judge`, or None while the reference model has none."""
-    try:
-        from kafka_chaos.reference_model.verdicts import judge
-    except ImportError:
-        return None
+    """`reference_model.verdicts.judge`: the model's verdict for each anomaly instance.
+
+    Imported when called (not at import time) so a test can stand a policy of its own in for the model."""
+    from kafka_chaos.reference_model.verdicts import judge
+
     return judge  # type: ignore[no-any-return]
 
 
@@ -63,10 +63,8 @@ def verdict_inputs(
     """The configuration and fault summary in the reference model's own types, converted once per run
     rather than once per instance; the state samples tell it whether an unclean election happened.
     Anything it cannot read is passed on as is (its `judge` then explains, per instance)."""
-    try:
-        from kafka_chaos.reference_model.verdicts import FaultSummary, RunConfig
-    except ImportError:
-        return config, faults
+    from kafka_chaos.reference_model.verdicts import FaultSummary, RunConfig
+
     try:
         fs = FaultSummary.coerce(faults)
         if state_samples:

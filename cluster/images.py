@@ -1,6 +1,6 @@
 """The Kafka and Toxiproxy images: build them offline once (cached by version), or pull where a registry is reachable.
 
-Offline Kafka image (DESIGN.md §6):
+Offline Kafka image (docs/architecture.md §6):
   1. base   `localhost/kafka-chaos/base:bookworm`: `debootstrap --variant=minbase` of Debian bookworm with
             openjdk-17-jre-headless iproute2 iptables procps, imported as an image. Also the side-car image
             that runs iptables in a node's network namespace.

@@ -1,4 +1,4 @@
-"""Client-link faults through Toxiproxy: the one adapter over toxiproxy-python (DESIGN.md §5).
+"""Client-link faults through Toxiproxy: the one adapter over toxiproxy-python (docs/architecture.md §5).
 
 Each broker's client listener is advertised through its own proxy named `broker-<id>`; a toxic on that proxy
 degrades what clients see of that broker and nothing else (replication and the quorum do not pass through it).

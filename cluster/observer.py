@@ -1,4 +1,4 @@
-"""The observer: samples every partition's state about every 250 ms into state.jsonl (DESIGN.md §3).
+"""The observer: samples every partition's state about every 250 ms into state.jsonl (docs/architecture.md §3).
 
 It reads through the harness-only listener, so client-link faults do not blind it. Fields it cannot read in a
 sample (a leaderless partition's high watermark, a quorum with no leader) are written as null.

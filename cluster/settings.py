@@ -1,4 +1,4 @@
-"""Fast-test Kafka settings, in one place (DESIGN.md §6). Every run records them in its resolved scenario.
+"""Fast-test Kafka settings, in one place (docs/architecture.md §6). Every run records them in its resolved scenario.
 
 Small heaps and short timeouts so a 3-node cluster starts in seconds on two cores and a dead broker leaves the
 ISR in seconds, not the production default of 30 s.

@@ -111,10 +111,8 @@ def predict(run: PlannedRun) -> dict[str, Any] | None:
     """The reference model's prediction for this run's configuration and fault set."""
     if run.model_fault_set is None:
         return None
-    try:
-        from kafka_chaos.reference_model.matrix import predict as model_predict
-    except ImportError:
-        return None
+    from kafka_chaos.reference_model.matrix import predict as model_predict
+
     s = run.scenario
     p = model_predict(s.workload.acks, s.topic.min_insync_replicas, s.topic.replication_factor,
                       s.topic.unclean_leader_election, run.model_fault_set, elr=bool(s.cluster.elr))

@@ -1,6 +1,6 @@
 """`kafka-chaos reconcile`: either engine's reconciliation, then verdicts from each run's own configuration.
 
-`spark/` finds anomalies and nothing more (DESIGN.md §1 keeps it to the checker's schema and names), so the
+`spark/` finds anomalies and nothing more (docs/architecture.md §1 keeps it to the checker's schema and names), so the
 verdicts — whether Kafka, configured as the run was, permits each anomaly — are given here, for both engines
 alike, the way `checker.run.check_run` gives them: the configuration from the history's `run-start` event, the
 fault windows from the run's `results.json` (written by `kafka-chaos check` / `run`), unclean elections from

@@ -1,4 +1,4 @@
-"""The HTML report of one run: `results/<run>/report.html` (DESIGN.md §2, §4; issue 7 part 1).
+"""The HTML report of one run: `results/<run>/report.html` (docs/architecture.md §2, §4; issue 7 part 1).
 
     from kafka_chaos.harness.report import write_report
     write_report(Path("results/<run>"))          # → results/<run>/report.html
@@ -70,7 +70,7 @@ CONFORMANCE_NAMES = (
     "ack-below-min-isr",
     "vanished-read",
 )
-"""Observed behaviour the reference model forbids (DESIGN.md §4, Conformance)."""
+"""Observed behaviour the reference model forbids (docs/architecture.md §4, Conformance)."""
 
 LINK_FAULTS = frozenset(
     {

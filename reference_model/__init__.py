@@ -4,7 +4,7 @@
 - `explore`: exhaustive bounded exploration of a fault schedule (`explore`, `settle`, `fault_scripts`).
 - `matrix`: the durability matrix computed from the model (`durability_matrix`, `render_matrix`, `predict`).
 - `verdicts`: `judge(anomaly, instance, config, faults) -> Verdict` for the checker.
-- `synthetic`: seeded synthetic histories in DESIGN.md §3 format with the anomalies they contain.
+- `synthetic`: seeded synthetic histories in docs/architecture.md §3 format with the anomalies they contain.
 """
 
 from kafka_chaos.reference_model.matrix import MatrixRow, Prediction, durability_matrix, predict, render_matrix

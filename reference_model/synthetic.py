@@ -1,4 +1,4 @@
-"""Synthetic histories from the model, in DESIGN.md §3's JSONL format, with the anomalies they contain.
+"""Synthetic histories from the model, in docs/architecture.md §3's JSONL format, with the anomalies they contain.
 
 :func:`synthetic_history` runs the model with a seeded random scheduler: producer processes send unique
 values (acks, idempotence and retries as configured), the protocol takes its steps in a random order, a

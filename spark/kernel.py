@@ -8,7 +8,7 @@ rest of kafka-chaos, so Spark can ship it to executors by value (a cluster needs
 Input rows (`INPUT_SCHEMA`): `key`, `value`, `offset` (null when unknown), `src` (0 ok poll, 1 ok send,
 2 info send, 3 failed send), `op` (history index of the op).
 
-Definitions (Jepsen's, jepsen.tests.kafka; DESIGN.md §4; the same as checker/ decides them):
+Definitions (Jepsen's, jepsen.tests.kafka; docs/architecture.md §4; the same as checker/ decides them):
 
 - A send *must have committed* if it is ok, or info and some value its op sent was read by an ok poll.
   The *writer* of a (key, value) is its send with the latest op.

@@ -1,4 +1,4 @@
-"""Finding and reading the `sends` / `polls` tables of one or many runs (DESIGN.md §3), through Spark's Hadoop
+"""Finding and reading the `sends` / `polls` tables of one or many runs (docs/architecture.md §3), through Spark's Hadoop
 file systems, so a path may be local or any URI Spark reads (hdfs://, s3a://, file://, …).
 
 A run is a directory holding `sends.parquet` and `polls.parquet` — each a Parquet file or a directory of
@@ -130,7 +130,7 @@ def _read(spark: SparkSession, uri: str, table: str) -> DataFrame:
         expected = ", ".join(f"{f.name} {f.type}" for f in _SCHEMAS[table])
         raise SparkReconcileError(
             f"{uri} is not a {table} table: {'; '.join(problems)}. The {table} table has the columns "
-            f"{expected} (DESIGN.md §3); regenerate it with `kafka-chaos check RUN_DIR`."
+            f"{expected} (docs/architecture.md §3); regenerate it with `kafka-chaos check RUN_DIR`."
         )
     return df
 

@@ -1,4 +1,4 @@
-"""Hand-written histories for the checker's tests: a tiny builder of history.jsonl (DESIGN.md §3)."""
+"""Hand-written histories for the checker's tests: a tiny builder of history.jsonl (docs/architecture.md §3)."""
 
 from __future__ import annotations
 

@@ -73,13 +73,16 @@ class IsrMachine(RuleBasedStateMachine):
 
     # ------------------------------------------------------------------------------------------ client
 
-    @precondition(lambda self: any(self.c.brokers[b].believes_leader() for b in REPLICAS))
-    @rule(target=values, acks=st.sampled_from(["0", "1", "all"]), pick=st.integers(0, 2), idem=st.booleans())
-    def produce(self, acks: str, pick: int, idem: bool):
-        believers = [b for b in REPLICAS if self.c.brokers[b].believes_leader()]
+    def _believers(self) -> list[int]:
+        return [b for b in REPLICAS if self.c.brokers[b].believes_leader()]
+
+    @precondition(lambda self: bool(self._believers()))
+    @rule(target=values, acks=st.sampled_from(["0", "1", "all"]), data=st.data(), idem=st.booleans())
+    def produce(self, acks: str, data: st.DataObject, idem: bool):
+        leader = data.draw(st.sampled_from(self._believers()), label="to")
         value = self.next_value
         self.next_value += 1
-        self.apply(Produce(value, acks, believers[pick % len(believers)], idempotent=idem))  # type: ignore[arg-type]
+        self.apply(Produce(value, acks, leader, idempotent=idem))  # type: ignore[arg-type]
         return value
 
     @precondition(lambda self: bool(self.c.pending))
@@ -88,23 +91,22 @@ class IsrMachine(RuleBasedStateMachine):
         if value in self.c.pending:
             self.apply(Timeout(value))
 
-    @precondition(lambda self: bool(self.c.acked()))
-    @rule(pick=st.integers(0, 50), idem=st.booleans())
-    def retry(self, pick: int, idem: bool):
+    def _retryable(self) -> list[int]:
+        return sorted(v for v in self.c.acked() if v not in self.c.pending)
+
+    @precondition(lambda self: bool(self._retryable()) and bool(self._believers()))
+    @rule(data=st.data(), idem=st.booleans())
+    def retry(self, data: st.DataObject, idem: bool):
         """A client resends an earlier value (a producer retry), idempotently or not."""
-        believers = [b for b in REPLICAS if self.c.brokers[b].believes_leader()]
-        acked = sorted(self.c.acked())
-        value = acked[pick % len(acked)]
-        if believers and value not in self.c.pending:
-            self.apply(Produce(value, "1", believers[0], idempotent=idem))
+        value = data.draw(st.sampled_from(self._retryable()), label="value")
+        self.apply(Produce(value, "1", self._believers()[0], idempotent=idem))
 
     # ---------------------------------------------------------------------------------------- protocol
 
     @precondition(lambda self: next(self.c.enabled_protocol_events(), None) is not None)
-    @rule(pick=st.integers(0, 30))
-    def protocol_step(self, pick: int):
-        steps = list(self.c.enabled_protocol_events())
-        ev = steps[pick % len(steps)]
+    @rule(data=st.data())
+    def protocol_step(self, data: st.DataObject):
+        ev = data.draw(st.sampled_from(list(self.c.enabled_protocol_events())), label="event")
         self.apply(ev)
         if isinstance(ev, Fetch):
             fb = self.c.brokers[ev.follower]

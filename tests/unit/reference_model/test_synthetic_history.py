@@ -1,4 +1,4 @@
-"""Synthetic histories: DESIGN.md §3's format, deterministic in the seed, and their expected anomalies are
+"""Synthetic histories: docs/architecture.md §3's format, deterministic in the seed, and their expected anomalies are
 exactly what the checker finds (and what the model's final state says was lost)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A small, made-up run directory for the report tests: the files a real run leaves (DESIGN.md §2), with
+"""A small, made-up run directory for the report tests: the files a real run leaves (docs/architecture.md §2), with
 sends and polls, a kill + restart of node 2, a partition and a client-link fault, a leader change, and a
 `lost-write` the reference model calls a violation."""
 

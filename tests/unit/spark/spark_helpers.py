@@ -33,7 +33,7 @@ def core(result: dict[str, Any]) -> dict[str, Any]:
 
 
 class History:
-    """A tiny history.jsonl builder (DESIGN.md §3): dense indexes, times 1 µs apart."""
+    """A tiny history.jsonl builder (docs/architecture.md §3): dense indexes, times 1 µs apart."""
 
     def __init__(self) -> None:
         self.events: list[dict[str, Any]] = []
