@@ -1,6 +1,5 @@
 """Finding and reading the `sends` / `polls` tables of one or many runs (docs/architecture.md §3),
-through Spark's Hadoop
-file systems, so a path may be local or any URI Spark reads (hdfs://, s3a://, file://, …).
+through Spark's Hadoop file systems, so a path may be local or any URI Spark reads (hdfs://, s3a://, file://, …).
 
 A run is a directory holding `sends.parquet` and `polls.parquet` — each a Parquet file or a directory of
 Parquet files (a history split into many files reads the same as one file) — or `sends/` and `polls/`
