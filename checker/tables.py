@@ -384,7 +384,7 @@ def _parse(lines: Iterable[bytes], *, source: str) -> HistoryTables:
                         subscribers.add(proc)
                 elif f != "assign" and f != "crash":
                     ignored += 1
-            elif proc == "nemesis":
+            elif proc in ("nemesis", "operator"):  # operations are recorded like faults
                 nemesis.append(
                     NemesisEvent(
                         index=o.get("index", lineno - 1),

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Literal, get_args
 
 FaultKind = Literal["kill", "stop", "pause", "partition", "latency", "bandwidth", "timeout", "reset_peer", "link-down"]
-Family = Literal["process", "network", "client-link"]
+Family = Literal["process", "network", "client-link", "operation"]
 Need = Literal["toxiproxy"]
 
 
@@ -52,8 +52,21 @@ KINDS: dict[str, FaultKindInfo] = {
 }
 assert set(KINDS) == set(get_args(FaultKind)), "FaultKind and KINDS must name the same kinds"
 
+# What an operator does on purpose (faults/operations.py): drawn in a band of their own, ended by `<kind>-done`.
+OPERATIONS: dict[str, FaultKindInfo] = {
+    info.name: info
+    for info in (
+        FaultKindInfo("rolling-restart", "rolling-restart-done", "operation",
+                      "one broker at a time: shutdown, start, wait until fully replicated", "#2ca02c"),
+        FaultKindInfo("preferred-election", "preferred-election-done", "operation",
+                      "leadership back to each partition's preferred replica", "#98df8a"),
+        FaultKindInfo("reassign", "reassign-done", "operation",
+                      "replica sets changed through the Admin API (KIP-455)", "#aec7e8"),
+    )
+}
+
 HEALS: dict[str, frozenset[str]] = {}
-for _info in KINDS.values():
+for _info in [*KINDS.values(), *OPERATIONS.values()]:
     HEALS[_info.heal] = HEALS.get(_info.heal, frozenset()) | {_info.name}
 
 
@@ -76,6 +89,10 @@ def healed_by(heal: str) -> frozenset[str]:
     return HEALS.get(heal, frozenset())
 
 
+def is_operation(f: str) -> bool:
+    return f in OPERATIONS
+
+
 def colour(kind: str) -> str:
-    info = KINDS.get(kind)
+    info = KINDS.get(kind) or OPERATIONS.get(kind)
     return info.colour if info else "#999999"

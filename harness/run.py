@@ -28,6 +28,7 @@ from kafka_chaos.cluster import ClusterPool, ClusterSpec, KafkaCluster, new_run_
 from kafka_chaos.cluster.observer import Observer
 from kafka_chaos.faults import plan
 from kafka_chaos.faults.nemesis import ScheduledNemesis
+from kafka_chaos.faults.operations import Operator
 from kafka_chaos.harness.report import write_report
 from kafka_chaos.harness.scenario import Scenario, load_scenario, parse_scenario, to_toml
 from kafka_chaos.harness.testmap import Checker, Nemesis, RunContext, Workload
@@ -103,7 +104,10 @@ def run_scenario(
     resolved = {**s.model_dump(exclude_none=True), "run_id": run_id, "kafka_settings": spec.settings()}
     run.scenario.write_text(to_toml(resolved))
     parts_workloads: list[Workload] = list(workloads) if workloads is not None else [QueueWorkload(s.workload)]
-    parts_nemesis = nemesis if nemesis is not None else ScheduledNemesis(plan(s.faults, s.duration_s, s.seed))
+    parts_nemeses: list[Nemesis] = [nemesis if nemesis is not None else
+                                    ScheduledNemesis(plan(s.faults, s.duration_s, s.seed))]
+    if s.operations:
+        parts_nemeses.append(Operator(s.operations))
 
     interrupted: BaseException | None = None
     try:
@@ -121,7 +125,7 @@ def run_scenario(
                 topic = s.topic.name
             stack.callback(cluster.save_logs, run.logs)
             ctx = RunContext(s, cluster, topic, history, run, console)
-            _execute(ctx, parts_workloads, parts_nemesis)
+            _execute(ctx, parts_workloads, parts_nemeses)
     except KeyboardInterrupt as err:
         interrupted = err
     results = check_run_dir(run.path, console=console, checkers=checkers)
@@ -130,7 +134,7 @@ def run_scenario(
     return RunResult(run_id, run.path, s, results)
 
 
-def _execute(ctx: RunContext, workloads: list[Workload], nemesis: Nemesis) -> None:
+def _execute(ctx: RunContext, workloads: list[Workload], nemeses: list[Nemesis]) -> None:
     """Start every part, let the run last its duration, heal, stop the clients, read back."""
     s, cluster, history = ctx.scenario, ctx.cluster, ctx.history
     cluster.create_topic(ctx.topic, s.topic.partitions, s.topic.replication_factor, s.topic.kafka_configs())
@@ -140,7 +144,8 @@ def _execute(ctx: RunContext, workloads: list[Workload], nemesis: Nemesis) -> No
     observer.start()
     for workload in workloads:
         workload.start(ctx)
-    nemesis.start(ctx)
+    for nemesis in nemeses:  # the fault schedule, then the operations
+        nemesis.start(ctx)
     interrupted = False
     try:
         with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[stats]}"),
@@ -155,7 +160,8 @@ def _execute(ctx: RunContext, workloads: list[Workload], nemesis: Nemesis) -> No
         raise
     finally:
         with ctx.console.status("healing every fault…"):
-            nemesis.stop(ctx, interrupted=interrupted)
+            for nemesis in nemeses:
+                nemesis.stop(ctx, interrupted=interrupted)
         with ctx.console.status("stopping clients…"):
             for workload in workloads:
                 workload.stop(ctx, interrupted=interrupted)

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from kafka_chaos.cluster.spec import ClusterSpec
 from kafka_chaos.errors import ScenarioError
+from kafka_chaos.faults.operations import OperationSpec, validate_against
 from kafka_chaos.faults.registry import KINDS
 from kafka_chaos.faults.schedule import FaultsConfig
 from kafka_chaos.workloads.config import WorkloadConfig
@@ -58,12 +59,14 @@ class Scenario(Strict):
     topic: TopicConfig = Field(default_factory=lambda: TopicConfig())
     workload: WorkloadConfig = Field(default_factory=lambda: WorkloadConfig())
     faults: FaultsConfig = Field(default_factory=lambda: FaultsConfig())
+    operations: list[OperationSpec] = Field(default_factory=list)
     # Written by the harness into results/<run>/scenario.toml; ignored when a scenario is run.
     run_id: str | None = None
     kafka_settings: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _fits_cluster(self) -> Scenario:
+        validate_against(self.operations, self.cluster.broker_ids(), self.topic.replication_factor)
         if self.topic.replication_factor > self.cluster.nodes:
             raise ValueError(
                 f"topic.replication_factor ({self.topic.replication_factor}) needs at least that many brokers; "

@@ -1,0 +1,266 @@
+"""Operations: what an operator does to a cluster on purpose, performed while the workload runs and the nemesis
+strikes (docs/architecture.md §5). Each is recorded like a fault, under its own process `operator`: the
+operation's start and end (the registry's heal name, `<kind>-done`), and every node it stops and starts in
+between as `stop`/`start` (or `kill`/`restart`) events, so the checker's fault windows and the model's verdicts
+know which brokers were down and when.
+
+- `rolling-restart` — Kafka's replication notes, scenario 4: one broker at a time, controlled shutdown (SIGTERM;
+  `clean = false`: SIGKILL, the hard bounce), start, then wait until no partition of the run's topic is
+  under-replicated before the next broker.
+- `preferred-election` — move leadership back to each partition's first replica (Admin API ElectLeaders, KIP-460).
+- `reassign` — change a partition's replica set through the Admin API (KIP-455 AlterPartitionReassignments):
+  explicit `replicas`, or raise/lower the replication factor to `replication_factor`; optional replication
+  throttle while it runs. Waits until the reassignment is done and the new replicas are in sync.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+if TYPE_CHECKING:  # types only: faults never import the harness at run time
+    from kafka_chaos.harness.testmap import RunContext
+
+OperationKind = Literal["rolling-restart", "preferred-election", "reassign"]
+OPERATOR = "operator"  # the history process of every operation event
+
+
+class OperationSpec(BaseModel):
+    """One `[[operations]]` entry of a scenario."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: OperationKind
+    at_s: float = Field(0, ge=0, description="seconds after the workload starts")
+    clean: bool = Field(True, description="rolling-restart: controlled shutdown (true) or SIGKILL (false)")
+    nodes: list[int] | None = Field(None, description="rolling-restart: the brokers, in order (default: all)")
+    healthy_timeout_s: float = Field(60, gt=0, description="per step: how long to wait for no under-replication")
+    replication_factor: int | None = Field(None, ge=1, description="reassign: the new replication factor")
+    replicas: dict[int, list[int]] | None = Field(None, description="reassign: partition → its new replica list")
+    throttle_bytes_per_s: int | None = Field(None, ge=1024, description="reassign: replication throttle")
+
+    @model_validator(mode="after")
+    def _fields_fit_kind(self) -> OperationSpec:
+        if self.kind == "reassign" and (self.replication_factor is None) == (self.replicas is None):
+            raise ValueError("a reassign operation needs exactly one of replication_factor or replicas")
+        if self.kind != "reassign" and (self.replication_factor, self.replicas, self.throttle_bytes_per_s) != (
+                None, None, None):
+            raise ValueError(f"replication_factor, replicas and throttle_bytes_per_s belong to reassign, "
+                             f"not to {self.kind}")
+        if self.kind != "rolling-restart" and self.nodes is not None:
+            raise ValueError(f"nodes belongs to rolling-restart, not to {self.kind}")
+        return self
+
+
+def validate_against(ops: Sequence[OperationSpec], broker_ids: Sequence[int], replication_factor: int) -> None:
+    """What can be checked before any container starts: node ids exist, a new replication factor fits."""
+    brokers = set(broker_ids)
+    for i, op in enumerate(ops):
+        where = f"operations.{i}"
+        named = set(op.nodes or []) | {b for replicas in (op.replicas or {}).values() for b in replicas}
+        if named - brokers:
+            raise ValueError(f"{where} ({op.kind}) names brokers {sorted(named - brokers)} that do not exist; "
+                             f"brokers are {sorted(brokers)}")
+        if op.replication_factor is not None and op.replication_factor > len(brokers):
+            raise ValueError(f"{where}: replication_factor {op.replication_factor} needs that many brokers; "
+                             f"the cluster has {len(brokers)}")
+        if op.replication_factor == replication_factor:
+            raise ValueError(f"{where}: replication_factor {op.replication_factor} is the topic's already")
+
+
+class Recorder(Protocol):
+    def record(self, process: int | str, type_: str, f: str, value: Any, error: Any = None) -> int: ...
+
+
+class OperatedCluster(Protocol):
+    """What operations need of a cluster (kafka_chaos.cluster.KafkaCluster has it)."""
+
+    def node(self, node_id: int) -> Any: ...
+    def partition_states(self, topic: str) -> Sequence[Any]: ...
+    def bootstrap_servers(self, *, direct: bool = False) -> str: ...
+    @property
+    def brokers(self) -> list[Any]: ...
+
+
+@dataclass
+class OperationRunner:
+    """Performs one operation on a cluster and records each step. `stopping` ends waits early at run end."""
+
+    cluster: OperatedCluster
+    topic: str
+    history: Recorder
+    stopping: threading.Event = field(default_factory=threading.Event)
+    sleep: Callable[[float], None] = time.sleep
+
+    def perform(self, op: OperationSpec) -> dict[str, Any]:
+        self.history.record(OPERATOR, "invoke", op.kind, op.model_dump(exclude_none=True))
+        self.history.record(OPERATOR, "info", op.kind, op.model_dump(exclude_none=True))
+        outcome: dict[str, Any]
+        error: str | None = None
+        try:
+            outcome = {"rolling-restart": self._rolling_restart, "preferred-election": self._preferred_election,
+                       "reassign": self._reassign}[op.kind](op)
+        except Exception as err:  # an operation that fails is a finding of the run, not a crash of the harness
+            outcome, error = {"done": False}, f"{type(err).__name__}: {err}"
+        self.history.record(OPERATOR, "info", f"{op.kind}-done", outcome, error=error)
+        return outcome
+
+    # -- rolling restart ------------------------------------------------------------------------------------
+
+    def _rolling_restart(self, op: OperationSpec) -> dict[str, Any]:
+        order = op.nodes or sorted(b.node_id for b in self.cluster.brokers)
+        steps = []
+        down, up = ("stop", "start") if op.clean else ("kill", "restart")
+        for node_id in order:
+            if self.stopping.is_set():
+                break
+            node = self.cluster.node(node_id)
+            self.history.record(OPERATOR, "info", down, {"nodes": [node_id]})
+            node.stop() if op.clean else node.kill()
+            node.start()
+            self.history.record(OPERATOR, "info", up, {"nodes": [node_id]})
+            waited, healthy = self._wait_fully_replicated(op.healthy_timeout_s)
+            steps.append({"node": node_id, "healthy": healthy, "waited_s": round(waited, 2)})
+        return {"done": len(steps) == len(order) and all(s["healthy"] for s in steps), "steps": steps}
+
+    def _under_replicated(self) -> list[str]:
+        return [s.key for s in self.cluster.partition_states(self.topic) if set(s.isr) != set(s.replicas)]
+
+    def _wait_fully_replicated(self, timeout_s: float) -> tuple[float, bool]:
+        start = time.monotonic()
+        while time.monotonic() - start < timeout_s and not self.stopping.is_set():
+            with contextlib.suppress(Exception):  # a broker still starting may not answer metadata yet
+                if not self._under_replicated():
+                    return time.monotonic() - start, True
+            self.sleep(0.5)
+        return time.monotonic() - start, False
+
+    # -- preferred election ---------------------------------------------------------------------------------
+
+    def _preferred_election(self, op: OperationSpec) -> dict[str, Any]:
+        from confluent_kafka import ElectionType, TopicPartition
+        from confluent_kafka.admin import AdminClient
+
+        states = self.cluster.partition_states(self.topic)
+        admin = AdminClient({"bootstrap.servers": self.cluster.bootstrap_servers(direct=True)})
+        partitions = [TopicPartition(self.topic, s.partition) for s in states]
+        results = admin.elect_leaders(ElectionType.PREFERRED, partitions).result(timeout=30)
+        # Per partition: None, or a KafkaError value (ELECTION_NOT_NEEDED when the preferred replica leads).
+        outcome = {f"{tp.topic}/{tp.partition}": (err.name() if err is not None else "elected")
+                   for tp, err in results.items()}
+        return {"done": True, "partitions": outcome}
+
+    # -- reassignment ---------------------------------------------------------------------------------------
+
+    def target_replicas(self, op: OperationSpec) -> dict[int, list[int]]:
+        if op.replicas is not None:
+            return {int(p): list(r) for p, r in op.replicas.items()}
+        assert op.replication_factor is not None
+        brokers = sorted(b.node_id for b in self.cluster.brokers)
+        target = {}
+        for s in self.cluster.partition_states(self.topic):
+            current = list(s.replicas)
+            spare = [b for b in brokers if b not in current]
+            spare = spare[s.partition % len(spare):] + spare[: s.partition % len(spare)] if spare else []
+            target[s.partition] = (current + spare)[: op.replication_factor]
+        return target
+
+    def _reassign(self, op: OperationSpec) -> dict[str, Any]:
+        from kafka import TopicPartition
+        from kafka.admin import KafkaAdminClient
+
+        target = self.target_replicas(op)
+        admin = KafkaAdminClient(bootstrap_servers=self.cluster.bootstrap_servers(direct=True),
+                                 request_timeout_ms=15000)
+        try:
+            if op.throttle_bytes_per_s:
+                self._throttle(op.throttle_bytes_per_s)
+            accepted = admin.alter_partition_reassignments(
+                {TopicPartition(self.topic, p): replicas for p, replicas in target.items()}, timeout_ms=15000)
+            errors = {f"{tp.topic}/{tp.partition}": str(e) for tp, e in accepted.items() if e is not None}
+            if errors:
+                return {"done": False, "target": target, "errors": errors}
+            waited, done = self._wait_reassigned(admin, target, op.healthy_timeout_s)
+        finally:
+            if op.throttle_bytes_per_s:
+                with contextlib.suppress(Exception):
+                    self._throttle(None)
+            admin.close()
+        return {"done": done, "target": {str(p): r for p, r in target.items()}, "waited_s": round(waited, 2)}
+
+    def _wait_reassigned(self, admin: Any, target: dict[int, list[int]], timeout_s: float) -> tuple[float, bool]:
+        start = time.monotonic()
+        while time.monotonic() - start < timeout_s and not self.stopping.is_set():
+            with contextlib.suppress(Exception):
+                ongoing = admin.list_partition_reassignments({self.topic: sorted(target)}, timeout_ms=10000)
+                states = {s.partition: s for s in self.cluster.partition_states(self.topic)}
+                if not ongoing and all(set(states[p].replicas) == set(r) and set(states[p].isr) == set(r)
+                                       for p, r in target.items()):
+                    return time.monotonic() - start, True
+            self.sleep(0.5)
+        return time.monotonic() - start, False
+
+    def _throttle(self, rate: int | None) -> None:
+        """Kafka's reassignment throttle: a rate on every broker, applied to every replica of the topic."""
+        from confluent_kafka.admin import (  # type: ignore[attr-defined]  # public, but missing from its __all__
+            AdminClient,
+            AlterConfigOpType,
+            ConfigEntry,
+            ConfigResource,
+            ResourceType,
+        )
+
+        op = AlterConfigOpType.SET if rate is not None else AlterConfigOpType.DELETE
+        value = str(rate) if rate is not None else ""
+        resources = [
+            ConfigResource(ResourceType.BROKER, str(b.node_id), incremental_configs=[
+                ConfigEntry(name, value, incremental_operation=op)
+                for name in ("leader.replication.throttled.rate", "follower.replication.throttled.rate")])
+            for b in self.cluster.brokers
+        ]
+        resources.append(ConfigResource(ResourceType.TOPIC, self.topic, incremental_configs=[
+            ConfigEntry(name, "*" if rate is not None else "", incremental_operation=op)
+            for name in ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")]))
+        admin = AdminClient({"bootstrap.servers": self.cluster.bootstrap_servers(direct=True)})
+        for future in admin.incremental_alter_configs(resources).values():
+            future.result(timeout=30)
+
+
+class Operator:
+    """The scenario's `[[operations]]` as a run part (harness.testmap.Nemesis): each performed at its time, one
+    after another, on a thread of its own. At the run's end no new operation starts, and one under way is let
+    finish (an operator does not walk away from a half-rolled cluster); on an interrupt its waits are cut."""
+
+    def __init__(self, operations: Sequence[OperationSpec]) -> None:
+        self.operations = sorted(operations, key=lambda op: op.at_s)
+        self.outcomes: list[dict[str, Any]] = []
+        self._no_more = threading.Event()
+        self._abort = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self, ctx: RunContext) -> None:
+        runner = OperationRunner(ctx.cluster, ctx.topic, ctx.history, stopping=self._abort)
+        t0 = time.monotonic()
+
+        def run() -> None:
+            for op in self.operations:
+                if self._no_more.wait(max(0.0, op.at_s - (time.monotonic() - t0))):
+                    return
+                self.outcomes.append(runner.perform(op))
+
+        self._thread = threading.Thread(target=run, name="operator", daemon=True)
+        self._thread.start()
+
+    def stop(self, ctx: RunContext, *, interrupted: bool) -> None:
+        self._no_more.set()
+        if interrupted:
+            self._abort.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5 if interrupted else 600)
+        self._abort.set()

@@ -1,0 +1,72 @@
+"""Operations under load on a real cluster (issue 16): what the history shows, with the model's verdict beside."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kafka_chaos.harness.run import RunResult
+
+from .conftest import events, samples
+
+pytestmark = [pytest.mark.cluster, pytest.mark.chaos]
+
+BASE: dict[str, Any] = {
+    "cluster": {"nodes": 3},
+    "topic": {"partitions": 2, "replication_factor": 3, "min_insync_replicas": 2},
+    "workload": {"producers": 2, "in_flight": 8, "rate": 150, "acks": "all", "idempotence": True},
+}
+
+
+def operator_events(result: RunResult) -> list[dict[str, Any]]:
+    return [e for e in events(result) if e["process"] == "operator"]
+
+
+def done(result: RunResult, kind: str) -> dict[str, Any]:
+    (end,) = [e for e in operator_events(result) if e["f"] == f"{kind}-done"]
+    assert end.get("error") is None, end["error"]
+    value: dict[str, Any] = end["value"]
+    return value
+
+
+def test_rolling_restart_under_acks_all_loses_and_duplicates_nothing(chaos_run) -> None:
+    result = chaos_run({**BASE, "name": "rolling-restart", "duration_s": 20,
+                        "operations": [{"kind": "rolling-restart", "at_s": 3, "healthy_timeout_s": 40}]})
+    steps = [(e["f"], e["value"]["nodes"]) for e in operator_events(result) if e["f"] in ("stop", "start")]
+    assert steps == [("stop", [1]), ("start", [1]), ("stop", [2]), ("start", [2]), ("stop", [3]), ("start", [3])]
+    outcome = done(result, "rolling-restart")
+    assert outcome["done"] and all(step["healthy"] for step in outcome["steps"]), outcome
+    # acks=all, min.insync=2, RF=3, one broker down at a time, idempotent producers: Kafka promises no loss and
+    # no duplicate, and the model (the verdicts) says the same: any instance would be a violation.
+    counts = result.results["anomaly_counts"]
+    assert counts.get("lost-write", 0) == counts.get("duplicate", 0) == 0, counts
+    assert result.results["complete"] and not result.results["violations"]
+
+
+def test_reassignment_raises_the_replication_factor_under_load(chaos_run) -> None:
+    scenario = {**BASE, "name": "reassign-rf", "duration_s": 15,
+                "topic": {"partitions": 2, "replication_factor": 2, "min_insync_replicas": 1},
+                "operations": [{"kind": "reassign", "at_s": 3, "replication_factor": 3,
+                                "throttle_bytes_per_s": 10_000_000, "healthy_timeout_s": 40}]}
+    result = chaos_run(scenario)
+    outcome = done(result, "reassign")
+    assert outcome["done"], outcome
+    assert all(len(replicas) == 3 for replicas in outcome["target"].values())
+    last = {s["key"]: s for s in samples(result)}  # the observer's last sample of each key
+    assert all(len(s["replicas"]) == 3 and sorted(s["isr"]) == sorted(s["replicas"]) for s in last.values()), last
+    assert not result.results["violations"] and result.results["anomaly_counts"].get("lost-write", 0) == 0
+
+
+def test_preferred_election_moves_leadership_back_after_a_leader_kill(chaos_run) -> None:
+    scenario = {**BASE, "name": "preferred-election", "duration_s": 18,
+                "faults": {"schedule": [{"kind": "kill", "target": "leader", "at_s": 2, "duration_s": 4}]},
+                "operations": [{"kind": "preferred-election", "at_s": 12}]}
+    result = chaos_run(scenario)
+    outcome = done(result, "preferred-election")
+    assert outcome["done"] and set(outcome["partitions"].values()) <= {"elected", "ELECTION_NOT_NEEDED"}, outcome
+    end = next(e for e in operator_events(result) if e["f"] == "preferred-election-done")["time"]
+    after = {s["key"]: s for s in samples(result) if s["time"] > end + 2_000_000_000 and s["leader"] is not None}
+    assert after, "no state sample after the election"
+    assert all(s["leader"] == s["replicas"][0] for s in after.values()), after
+    assert not result.results["violations"]

@@ -1,0 +1,127 @@
+# mypy: disable-error-code="arg-type"
+# (the fakes implement only the part of the cluster protocol that operations use)
+"""Operations without a cluster: validation, the rolling restart's steps in the history, reassignment targets,
+and the checker reading operation steps as fault windows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kafka_chaos.checker.faults import faults_from_history
+from kafka_chaos.checker.tables import history_to_tables
+from kafka_chaos.errors import ScenarioError
+from kafka_chaos.faults.operations import OPERATOR, OperationRunner, OperationSpec
+from kafka_chaos.harness.scenario import parse_scenario
+from kafka_chaos.history import History
+
+
+@dataclass
+class FakeNode:
+    node_id: int
+    log: list[str]
+
+    def stop(self) -> None:
+        self.log.append(f"stop {self.node_id}")
+
+    def kill(self) -> None:
+        self.log.append(f"kill {self.node_id}")
+
+    def start(self) -> None:
+        self.log.append(f"start {self.node_id}")
+
+
+@dataclass
+class FakeState:
+    partition: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+
+    @property
+    def key(self) -> str:
+        return f"t/{self.partition}"
+
+
+@dataclass
+class FakeCluster:
+    log: list[str] = field(default_factory=list)
+    lagging_reads: int = 2  # how many metadata reads still show the restarted broker out of the ISR
+
+    @property
+    def brokers(self) -> list[FakeNode]:
+        return [FakeNode(i, self.log) for i in (1, 2, 3)]
+
+    def node(self, node_id: int) -> FakeNode:
+        return FakeNode(node_id, self.log)
+
+    def partition_states(self, topic: str) -> list[FakeState]:
+        self.log.append("describe")
+        if self.lagging_reads:
+            self.lagging_reads -= 1
+            return [FakeState(0, (1, 2, 3), (1, 2))]
+        self.lagging_reads = 2  # the next restart lags again
+        return [FakeState(0, (1, 2, 3), (1, 2, 3)), FakeState(1, (2, 3), (2, 3))]
+
+    def bootstrap_servers(self, *, direct: bool = False) -> str:
+        return "unused:1"
+
+
+def test_rolling_restart_records_each_step_and_waits_for_full_replication(tmp_path: Path) -> None:
+    cluster = FakeCluster()
+    with History(tmp_path / "history.jsonl") as history:
+        runner = OperationRunner(cluster, "t", history, sleep=lambda s: None)
+        outcome = runner.perform(OperationSpec(kind="rolling-restart", nodes=[3, 1, 2]))
+    assert outcome["done"] and [s["node"] for s in outcome["steps"]] == [3, 1, 2]
+    assert all(s["healthy"] for s in outcome["steps"])
+    # One broker at a time: the next stop only after the previous broker is back in every ISR.
+    steps = [entry for entry in cluster.log if entry != "describe"]
+    assert steps == ["stop 3", "start 3", "stop 1", "start 1", "stop 2", "start 2"]
+    between = cluster.log[cluster.log.index("start 3") + 1: cluster.log.index("stop 1")]
+    assert between == ["describe"] * 3  # two lagging reads, then a healthy one
+    events = [line for line in (tmp_path / "history.jsonl").read_text().splitlines() if OPERATOR in line]
+    assert '"f":"rolling-restart"' in events[0] and '"f":"rolling-restart-done"' in events[-1]
+
+
+def test_hard_bounce_kills_and_unhealthy_step_is_reported(tmp_path: Path) -> None:
+    cluster = FakeCluster(lagging_reads=10**6)
+    with History(tmp_path / "history.jsonl") as history:
+        runner = OperationRunner(cluster, "t", history, sleep=lambda s: None)
+        outcome = runner.perform(OperationSpec(kind="rolling-restart", clean=False, nodes=[2],
+                                               healthy_timeout_s=0.05))
+    assert cluster.log[:2] == ["kill 2", "start 2"]
+    assert not outcome["done"]
+    assert [(s["node"], s["healthy"]) for s in outcome["steps"]] == [(2, False)]
+
+
+def test_operation_steps_are_fault_windows_for_the_checker(tmp_path: Path) -> None:
+    cluster = FakeCluster()
+    with History(tmp_path / "history.jsonl") as history:
+        OperationRunner(cluster, "t", history, sleep=lambda s: None).perform(
+            OperationSpec(kind="rolling-restart", nodes=[1, 2]))
+    tables = history_to_tables(tmp_path / "history.jsonl")
+    windows = faults_from_history(tables.meta.nemesis, end_time=tables.meta.end_time).to_dict()
+    kinds = [(w["f"], w["nodes"]) for w in windows["windows"]]
+    assert ("stop", [1]) in kinds and ("stop", [2]) in kinds and ("rolling-restart", [1, 2]) in kinds
+    assert all(w["end"] is not None for w in windows["windows"])  # every step and the operation ended
+
+
+def test_reassign_target_raises_replication_factor_with_spare_brokers() -> None:
+    runner = OperationRunner(FakeCluster(lagging_reads=0), "t", None)  # type: ignore[arg-type]
+    target = runner.target_replicas(OperationSpec(kind="reassign", replication_factor=3))
+    assert target == {0: [1, 2, 3], 1: [2, 3, 1]}
+
+
+@pytest.mark.parametrize(("operations", "message"), [
+    ([{"kind": "reassign"}], "exactly one of replication_factor or replicas"),
+    ([{"kind": "rolling-restart", "nodes": [1, 7]}], "names brokers [7] that do not exist"),
+    ([{"kind": "reassign", "replication_factor": 5}], "needs that many brokers"),
+    ([{"kind": "preferred-election", "replication_factor": 2}], "belong to reassign"),
+    ([{"kind": "rebalance"}], "operations.0.kind"),
+])
+def test_bad_operations_are_rejected_naming_the_field(operations: list[dict[str, Any]], message: str) -> None:
+    with pytest.raises(ScenarioError) as err:
+        parse_scenario({"name": "ops", "operations": operations})
+    assert message in str(err.value)
