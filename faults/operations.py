@@ -228,8 +228,9 @@ class OperationRunner:
             ConfigEntry(name, "*" if rate is not None else "", incremental_operation=op)
             for name in ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")]))
         admin = AdminClient({"bootstrap.servers": self.cluster.bootstrap_servers(direct=True)})
-        for future in admin.incremental_alter_configs(resources).values():
-            future.result(timeout=30)
+        for resource in resources:  # librdkafka takes one broker resource per call
+            for future in admin.incremental_alter_configs([resource]).values():
+                future.result(timeout=30)
 
 
 class Operator:
