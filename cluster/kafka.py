@@ -231,5 +231,11 @@ class KafkaCluster:
             timeout_s,
         )
 
+    def replace_image(self, node_id: int, image: str) -> None:
+        """Move one node to another Kafka image, keeping its data (see KafkaNode.replace_image)."""
+        if self._network is None:
+            raise ClusterError("the cluster is not started")
+        self.node(node_id).replace_image(image, self._network)
+
     def controller_id(self) -> int | None:
         return quorum_leader(self.bootstrap_servers(direct=True))

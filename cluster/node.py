@@ -56,6 +56,7 @@ class KafkaNode:
         self.client_port = free_port() if role != "controller" else None
         self.direct_port = free_port() if role != "controller" and cluster.spec.toxiproxy else None
         self.proxy_port: int | None = None  # set by the cluster when Toxiproxy fronts the client listener
+        self.image = cluster.spec.image  # a rolling upgrade moves a node to another image
         self._container: DockerContainer | None = None
         self._sidecar: Container | None = None
 
@@ -133,7 +134,7 @@ class KafkaNode:
         if self.client_port:
             labels[PORT_LABEL] = str(self.direct_port or self.client_port)
         c = (
-            DockerContainer(self.cluster.spec.image)
+            DockerContainer(self.image)
             .with_name(self.name)
             .with_network(network)
             .with_network_aliases(self.alias)
@@ -153,8 +154,27 @@ class KafkaNode:
         if self.direct_port:
             bind_loopback(c, settings.DIRECT_PORT, self.direct_port)
         self._container = c
-        self.cluster.client.volumes.create(self.volume, labels=self.cluster.labels(role="data"))
+        try:
+            self.cluster.client.volumes.get(self.volume)  # a node re-created on a new image keeps its data
+        except docker.errors.NotFound:
+            self.cluster.client.volumes.create(self.volume, labels=self.cluster.labels(role="data"))
         c.start()
+
+    def replace_image(self, image: str, network: Network, timeout_s: float = 90) -> None:
+        """Upgrade (or downgrade) this node's Kafka: controlled shutdown, the container re-created on `image` with
+        the same name, ports and data volume, then wait for the server to start again."""
+        self._drop_sidecar()
+        self.container.stop(timeout=30)
+        self.container.remove(v=False)
+        self.image = image
+        self.create(network)
+        Wait(f"{self.name} to start on {image}", timeout_s).until(self.started)
+
+    def run_tool(self, *argv: str) -> tuple[int, str]:
+        """Run one of Kafka's command-line tools inside this node's container (the image's own launchers)."""
+        result = self.container.exec_run(list(argv))
+        output = result.output if isinstance(result.output, bytes) else b"".join(result.output)
+        return int(result.exit_code or 0), output.decode(errors="replace")
 
     def status(self) -> str:
         self.container.reload()

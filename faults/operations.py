@@ -7,6 +7,10 @@ know which brokers were down and when.
 - `rolling-restart` — Kafka's replication notes, scenario 4: one broker at a time, controlled shutdown (SIGTERM;
   `clean = false`: SIGKILL, the hard bounce), start, then wait until no partition of the run's topic is
   under-replicated before the next broker.
+- `rolling-upgrade` — Kafka's upgrade procedure: one node at a time, controlled shutdown and a restart on the new
+  version's image with the same data, waiting for full replication; then, once every node runs it, the cluster's
+  finalized features are raised (`kafka-features.sh upgrade --release-version`, then any `features`): the ELR
+  document's path, where ELR state appears only after `eligible.leader.replicas.version` is raised.
 - `preferred-election` — move leadership back to each partition's first replica (Admin API ElectLeaders, KIP-460).
 - `reassign` — change a partition's replica set through the Admin API (KIP-455 AlterPartitionReassignments):
   explicit `replicas`, or raise/lower the replication factor to `replication_factor`; optional replication
@@ -16,19 +20,24 @@ know which brokers were down and when.
 from __future__ import annotations
 
 import contextlib
+import re
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from kafka_chaos.cluster import settings
+from kafka_chaos.cluster.images import kafka_image
+
 if TYPE_CHECKING:  # types only: faults never import the harness at run time
     from kafka_chaos.harness.testmap import RunContext
 
-OperationKind = Literal["rolling-restart", "preferred-election", "reassign"]
+OperationKind = Literal["rolling-restart", "rolling-upgrade", "preferred-election", "reassign"]
 OPERATOR = "operator"  # the history process of every operation event
+_LOG_LINE = re.compile(r"^\[\d{4}-\d\d-\d\d ")  # a log4j line the tools print beside their answer
 
 
 class OperationSpec(BaseModel):
@@ -44,6 +53,9 @@ class OperationSpec(BaseModel):
     replication_factor: int | None = Field(None, ge=1, description="reassign: the new replication factor")
     replicas: dict[int, list[int]] | None = Field(None, description="reassign: partition → its new replica list")
     throttle_bytes_per_s: int | None = Field(None, ge=1024, description="reassign: replication throttle")
+    to_version: str | None = Field(None, description="rolling-upgrade: the Kafka version to move every node to")
+    release_version: str | None = Field(None, description="rolling-upgrade: finalize features of this release")
+    features: dict[str, int] = Field(default_factory=dict, description="rolling-upgrade: feature levels to set")
 
     @model_validator(mode="after")
     def _fields_fit_kind(self) -> OperationSpec:
@@ -53,8 +65,12 @@ class OperationSpec(BaseModel):
                 None, None, None):
             raise ValueError(f"replication_factor, replicas and throttle_bytes_per_s belong to reassign, "
                              f"not to {self.kind}")
-        if self.kind != "rolling-restart" and self.nodes is not None:
-            raise ValueError(f"nodes belongs to rolling-restart, not to {self.kind}")
+        if self.kind not in ("rolling-restart", "rolling-upgrade") and self.nodes is not None:
+            raise ValueError(f"nodes belongs to rolling-restart and rolling-upgrade, not to {self.kind}")
+        if self.kind == "rolling-upgrade" and not self.to_version:
+            raise ValueError("a rolling-upgrade operation needs to_version (e.g. \"4.3.1\")")
+        if self.kind != "rolling-upgrade" and (self.to_version or self.release_version or self.features):
+            raise ValueError(f"to_version, release_version and features belong to rolling-upgrade, not to {self.kind}")
         return self
 
 
@@ -81,7 +97,10 @@ class Recorder(Protocol):
 class OperatedCluster(Protocol):
     """What operations need of a cluster (kafka_chaos.cluster.KafkaCluster has it)."""
 
+    @property
+    def nodes(self) -> Mapping[int, Any]: ...
     def node(self, node_id: int) -> Any: ...
+    def replace_image(self, node_id: int, image: str) -> None: ...
     def partition_states(self, topic: str) -> Sequence[Any]: ...
     def bootstrap_servers(self, *, direct: bool = False) -> str: ...
     @property
@@ -104,8 +123,8 @@ class OperationRunner:
         outcome: dict[str, Any]
         error: str | None = None
         try:
-            outcome = {"rolling-restart": self._rolling_restart, "preferred-election": self._preferred_election,
-                       "reassign": self._reassign}[op.kind](op)
+            outcome = {"rolling-restart": self._rolling_restart, "rolling-upgrade": self._rolling_upgrade,
+                       "preferred-election": self._preferred_election, "reassign": self._reassign}[op.kind](op)
         except Exception as err:  # an operation that fails is a finding of the run, not a crash of the harness
             outcome, error = {"done": False}, f"{type(err).__name__}: {err}"
         self.history.record(OPERATOR, "info", f"{op.kind}-done", outcome, error=error)
@@ -128,6 +147,47 @@ class OperationRunner:
             waited, healthy = self._wait_fully_replicated(op.healthy_timeout_s)
             steps.append({"node": node_id, "healthy": healthy, "waited_s": round(waited, 2)})
         return {"done": len(steps) == len(order) and all(s["healthy"] for s in steps), "steps": steps}
+
+    # -- rolling upgrade ------------------------------------------------------------------------------------
+
+    def _rolling_upgrade(self, op: OperationSpec) -> dict[str, Any]:
+        assert op.to_version is not None
+        image = kafka_image(op.to_version)
+        order = op.nodes or sorted(self.cluster.nodes)
+        steps = []
+        for node_id in order:
+            if self.stopping.is_set():
+                break
+            self.history.record(OPERATOR, "info", "stop", {"nodes": [node_id]})
+            self.cluster.replace_image(node_id, image)
+            self.history.record(OPERATOR, "info", "start", {"nodes": [node_id], "image": image})
+            waited, healthy = self._wait_fully_replicated(op.healthy_timeout_s)
+            steps.append({"node": node_id, "image": image, "healthy": healthy, "waited_s": round(waited, 2)})
+        outcome: dict[str, Any] = {"steps": steps, "to_version": op.to_version}
+        finalized = len(steps) == len(order)
+        if finalized and (op.release_version or op.features):
+            outcome["features"] = self._upgrade_features(order[-1], op)
+            finalized = all(step["code"] == 0 for step in outcome["features"])
+        outcome["done"] = finalized and all(s["healthy"] for s in steps)
+        return outcome
+
+    def _upgrade_features(self, node_id: int, op: OperationSpec) -> list[dict[str, Any]]:
+        """kafka-features.sh on an upgraded broker, as an operator would run it; each command and its output kept."""
+        node = self.cluster.node(node_id)
+        base = ["kafka-features.sh", "--bootstrap-server", f"{node.alias}:{settings.INTERNAL_PORT}"]
+        commands = []
+        if op.release_version:
+            commands.append([*base, "upgrade", "--release-version", op.release_version])
+        for name, level in sorted(op.features.items()):
+            commands.append([*base, "upgrade", "--feature", f"{name}={level}"])
+        commands.append([*base, "describe"])
+        steps = []
+        for argv in commands:
+            code, out = node.run_tool(*argv)
+            said = [line for line in out.splitlines()  # the answer, not log4j lines and their indented configs
+                    if line.strip() and not _LOG_LINE.match(line) and not line.startswith("\t")]
+            steps.append({"command": " ".join(argv[3:]), "code": code, "output": "\n".join(said)[-4000:]})
+        return steps
 
     def _under_replicated(self) -> list[str]:
         return [s.key for s in self.cluster.partition_states(self.topic) if set(s.isr) != set(s.replicas)]

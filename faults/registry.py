@@ -58,6 +58,8 @@ OPERATIONS: dict[str, FaultKindInfo] = {
     for info in (
         FaultKindInfo("rolling-restart", "rolling-restart-done", "operation",
                       "one broker at a time: shutdown, start, wait until fully replicated", "#2ca02c"),
+        FaultKindInfo("rolling-upgrade", "rolling-upgrade-done", "operation",
+                      "one node at a time onto a new version's image, then the features raised", "#dbdb8d"),
         FaultKindInfo("preferred-election", "preferred-election-done", "operation",
                       "leadership back to each partition's preferred replica", "#98df8a"),
         FaultKindInfo("reassign", "reassign-done", "operation",

@@ -25,6 +25,8 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
 from kafka_chaos.checker.run import JepsenChecker, write_results
 from kafka_chaos.cluster import ClusterPool, ClusterSpec, KafkaCluster, new_run_id
+from kafka_chaos.cluster.engine import docker_client
+from kafka_chaos.cluster.images import kafka_image, require_image
 from kafka_chaos.cluster.observer import Observer
 from kafka_chaos.faults import plan
 from kafka_chaos.faults.nemesis import ScheduledNemesis
@@ -93,6 +95,7 @@ def run_scenario(
     reused (a fresh topic per run).
     """
     s = resolve_scenario(scenario, seed, **overrides)
+    _require_operation_images(s)
     console = console or Console(quiet=True)
     run_id = new_run_id(s.name, s.seed)
     run = RunDir(Path(out) / run_id)
@@ -132,6 +135,15 @@ def run_scenario(
     if interrupted is not None:
         raise interrupted
     return RunResult(run_id, run.path, s, results)
+
+
+def _require_operation_images(s: Scenario) -> None:
+    """An upgrade to a version without an image fails before any container starts, naming the build command."""
+    versions = sorted({op.to_version for op in s.operations if op.to_version})
+    if versions:
+        client = docker_client()
+        for version in versions:
+            require_image(client, kafka_image(version))
 
 
 def _execute(ctx: RunContext, workloads: list[Workload], nemeses: list[Nemesis]) -> None:

@@ -70,3 +70,28 @@ def test_preferred_election_moves_leadership_back_after_a_leader_kill(chaos_run)
     assert after, "no state sample after the election"
     assert all(s["leader"] == s["replicas"][0] for s in after.values()), after
     assert not result.results["violations"]
+
+
+def test_rolling_upgrade_from_4_0_1_then_features_raised(chaos_run) -> None:
+    """Kafka's upgrade path under load: every node moved to the default version one at a time, then the release's
+    features finalized (ELR on: `eligible.leader.replicas.version=1`, the ELR document's upgrade path)."""
+    scenario = {**BASE, "name": "rolling-upgrade", "duration_s": 20,
+                "cluster": {"nodes": 3, "kafka_version": "4.0.1"},
+                "operations": [{"kind": "rolling-upgrade", "at_s": 3, "to_version": "4.3.1", "release_version": "4.3",
+                                "features": {"eligible.leader.replicas.version": 1}, "healthy_timeout_s": 60}]}
+    result = chaos_run(scenario)
+    moves = [(e["f"], e["value"]["nodes"], e["value"].get("image", "")) for e in operator_events(result)
+             if e["f"] in ("stop", "start")]
+    image = "localhost/kafka-chaos/kafka:4.3.1"
+    assert moves == [("stop", [1], ""), ("start", [1], image), ("stop", [2], ""), ("start", [2], image),
+                     ("stop", [3], ""), ("start", [3], image)]
+    outcome = done(result, "rolling-upgrade")
+    assert outcome["done"], outcome
+    described = outcome["features"][-1]["output"]
+    assert "eligible.leader.replicas.version" in described and "FinalizedVersionLevel: 1" in described, described
+    assert "4.3-IV" in described, described  # metadata.version finalized at the new release
+    for node in (1, 2, 3):  # the saved node logs are those of the re-created containers
+        assert "Kafka version: 4.3.1" in (result.run_dir / "logs" / f"node-{node}.log").read_text()
+    counts = result.results["anomaly_counts"]
+    assert counts.get("lost-write", 0) == counts.get("duplicate", 0) == 0, counts
+    assert result.results["complete"] and not result.results["violations"]

@@ -120,6 +120,8 @@ def test_reassign_target_raises_replication_factor_with_spare_brokers() -> None:
     ([{"kind": "reassign", "replication_factor": 5}], "needs that many brokers"),
     ([{"kind": "preferred-election", "replication_factor": 2}], "belong to reassign"),
     ([{"kind": "rebalance"}], "operations.0.kind"),
+    ([{"kind": "rolling-upgrade"}], "needs to_version"),
+    ([{"kind": "rolling-restart", "to_version": "4.3.1"}], "belong to rolling-upgrade"),
 ])
 def test_bad_operations_are_rejected_naming_the_field(operations: list[dict[str, Any]], message: str) -> None:
     with pytest.raises(ScenarioError) as err:
