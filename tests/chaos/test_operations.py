@@ -95,3 +95,20 @@ def test_rolling_upgrade_from_4_0_1_then_features_raised(chaos_run) -> None:
     counts = result.results["anomaly_counts"]
     assert counts.get("lost-write", 0) == counts.get("duplicate", 0) == 0, counts
     assert result.results["complete"] and not result.results["violations"]
+
+
+def test_upgrade_to_a_version_without_an_image_fails_before_any_container(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    from kafka_chaos.cluster import labelled
+    from kafka_chaos.cluster.engine import docker_client
+
+    before = labelled(docker_client())["containers"]
+    bad = tmp_path / "upgrade.toml"
+    bad.write_text('name = "bad-upgrade"\n[[operations]]\nkind = "rolling-upgrade"\nto_version = "9.9.9"\n')
+    proc = subprocess.run([sys.executable, "-m", "kafka_chaos.harness.cli", "run", str(bad), "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert "kafka-chaos image build --kafka-version 9.9.9" in proc.stderr and "Traceback" not in proc.stderr
+    assert labelled(docker_client())["containers"] == before
