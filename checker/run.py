@@ -12,6 +12,7 @@ from typing import Any
 
 from kafka_chaos.checker.analysis import analyse, json_default
 from kafka_chaos.checker.faults import faults_from_history
+from kafka_chaos.checker.health import health_summary
 from kafka_chaos.checker.tables import history_to_tables, read_state_samples, write_tables
 from kafka_chaos.errors import HistoryError
 from kafka_chaos.rundir import HISTORY_FILE, RESULTS_FILE
@@ -48,6 +49,10 @@ def check_run(run_dir: Path, *, write: bool = True, config: Any = None) -> dict[
     result = analysis.to_dict()
     result["run"] = meta.to_dict()
     result["faults"] = faults.to_dict()
+    topic = (meta.run_start or {}).get("topic", {}) if isinstance(meta.run_start, dict) else {}
+    health = health_summary(samples, int(topic.get("min_insync_replicas", 1)), meta.end_time)
+    if health is not None:
+        result["health"] = health
     if write and run_dir.is_dir():
         try:
             write_tables(tables, run_dir)
