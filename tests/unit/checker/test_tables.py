@@ -210,6 +210,9 @@ def test_verdicts_come_from_the_reference_model(tmp_path: Path, monkeypatch: pyt
     module.judge = judge  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "kafka_chaos.reference_model.verdicts", module)
     monkeypatch.setattr(kafka_chaos.checker.analysis, "load_judge", kafka_chaos.checker.verdicts.load_judge)
+    # This stand-in model has a judge only: the configuration and faults reach it as recorded.
+    monkeypatch.setattr(kafka_chaos.checker.analysis, "verdict_inputs",
+                        lambda config, faults, samples: (config, faults))
 
     h = History(run_start={"acks": "1"})
     h.send(0, K, 1, 0)
