@@ -68,6 +68,10 @@ class KafkaNode:
         return self.role in ("combined", "broker")
 
     @property
+    def rack(self) -> str | None:
+        return self.cluster.spec.rack_of(self.node_id) if self.is_broker else None
+
+    @property
     def is_controller(self) -> bool:
         return self.role in ("combined", "controller")
 
@@ -110,6 +114,8 @@ class KafkaNode:
             props["advertised.listeners"] = ",".join(advertised)
         props["listener.security.protocol.map"] = ",".join(protocols)
         props.update(spec.settings())
+        if self.rack is not None:
+            props["broker.rack"] = self.rack
         return props
 
     def _entrypoint(self) -> str:

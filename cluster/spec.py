@@ -25,6 +25,7 @@ class ClusterSpec(BaseModel):
     toxiproxy: bool = False
     elr: bool | None = Field(None, description="None: the version's default; else eligible.leader.replicas.version")
     broker_overrides: dict[str, str] = Field(default_factory=dict)
+    racks: list[str] = Field(default_factory=list, description="broker.rack of brokers 1, 2, … in turn")
     heap_opts: str = settings.NODE_HEAP_OPTS
     start_timeout_s: float = Field(90.0, gt=0)
 
@@ -47,6 +48,12 @@ class ClusterSpec(BaseModel):
             return list(range(101, 101 + self.controllers))
         return self.broker_ids()
 
+    def rack_of(self, broker_id: int) -> str | None:
+        """Brokers take the racks in turn: racks = ["a", "b"] puts 1 and 3 in a, 2 in b."""
+        return self.racks[(broker_id - 1) % len(self.racks)] if self.racks and broker_id <= self.nodes else None
+
     def settings(self) -> dict[str, str]:
         """Fast-test settings plus the user's overrides: what every node runs with."""
-        return {**settings.fast_test_settings(self.nodes), **self.broker_overrides}
+        rack_aware = {"replica.selector.class": "org.apache.kafka.common.replica.RackAwareReplicaSelector"}
+        return {**settings.fast_test_settings(self.nodes), **(rack_aware if self.racks else {}),
+                **self.broker_overrides}

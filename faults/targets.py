@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal, Protocol
+from typing import Annotated, Any, Literal, Protocol
+
+from pydantic import StringConstraints
 
 SymbolicTarget = Literal["one", "leader", "follower", "controller", "minority", "majority", "all", "previous"]
-Target = SymbolicTarget | list[int]
+RackTarget = Annotated[str, StringConstraints(pattern=r"^rack:[A-Za-z0-9_.-]+$")]  # every broker of one rack
+Target = SymbolicTarget | RackTarget | list[int]
 
 
 class Node(Protocol):
@@ -27,6 +30,8 @@ class Node(Protocol):
     def drop_traffic(self, peers: Iterable[Any], direction: Literal["both", "in", "out"] = "both") -> None: ...
     def heal(self) -> None: ...
     def running(self) -> bool: ...
+    @property
+    def rack(self) -> str | None: ...
 
 
 class LeaderInfo(Protocol):
@@ -64,6 +69,12 @@ def resolve(target: Target, cluster: Cluster, topic: str, rng: random.Random, *,
         return sorted(target)
     if target == "all":
         return ids
+    if target.startswith("rack:"):
+        rack = target.removeprefix("rack:")
+        in_rack = sorted(n.node_id for n in cluster.nodes.values() if n.rack == rack)
+        if not in_rack:
+            raise TargetError(f"no broker is in rack {rack!r}")
+        return in_rack
     if target == "one":
         return [rng.choice(ids)]
     if target == "previous":

@@ -67,6 +67,16 @@ class Scenario(Strict):
     @model_validator(mode="after")
     def _fits_cluster(self) -> Scenario:
         validate_against(self.operations, self.cluster.broker_ids(), self.topic.replication_factor)
+        targets = [f.target for f in self.faults.schedule] + list(self.faults.generator.targets
+                                                                  if self.faults.generator else [])
+        racks = sorted({t.removeprefix("rack:") for t in targets if isinstance(t, str) and t.startswith("rack:")})
+        if racks and not self.cluster.racks:
+            raise ValueError(f"rack targets {[f'rack:{r}' for r in racks]} need racks: set cluster.racks, "
+                             f'e.g. racks = ["a", "b"]')
+        unknown = set(racks) - set(self.cluster.racks)
+        if unknown:
+            raise ValueError(f"rack targets name racks {sorted(unknown)} that no broker is in; "
+                             f"cluster.racks = {self.cluster.racks}")
         if self.topic.replication_factor > self.cluster.nodes:
             raise ValueError(
                 f"topic.replication_factor ({self.topic.replication_factor}) needs at least that many brokers; "

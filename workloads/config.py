@@ -25,6 +25,7 @@ class WorkloadConfig(BaseModel):
     request_timeout_ms: int = Field(5000, ge=100)
     poll_max_records: int = Field(500, ge=1)
     drain_timeout_s: float = Field(60, gt=0)
+    client_rack: str | None = Field(None, description="consumers' client.rack: fetch from the closest replica")
 
     @field_validator("acks", mode="before")
     @classmethod

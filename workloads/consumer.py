@@ -30,9 +30,12 @@ class ConsumerSettings:
     max_records: int = 500
     poll_timeout_s: float = 0.5
     group_id: str = "kafka-chaos"
+    client_rack: str | None = None  # KIP-392: fetch from the closest replica (brokers with a rack-aware selector)
 
     def client_config(self) -> dict[str, Any]:
+        rack = {"client.rack": self.client_rack} if self.client_rack else {}
         return {
+            **rack,
             "bootstrap.servers": self.bootstrap_servers,
             "group.id": f"{self.group_id}-{uuid.uuid4().hex[:8]}" if self.mode == "assign" else self.group_id,
             "enable.auto.commit": self.mode == "subscribe",

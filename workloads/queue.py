@@ -27,7 +27,8 @@ class QueueWorkload:
         w, partitions = self.config, ctx.scenario.topic.partitions
         bootstrap = ctx.cluster.bootstrap_servers()
         self._consumer_settings = ConsumerSettings(bootstrap, ctx.topic, partitions, mode=w.consumer_mode,
-                                                   max_records=w.poll_max_records, group_id=f"kafka-chaos-{ctx.topic}")
+                                                   max_records=w.poll_max_records, group_id=f"kafka-chaos-{ctx.topic}",
+                                                   client_rack=w.client_rack)
         self.consumers = [ConsumerWorkload(self._consumer_settings, ctx.history) for _ in range(w.consumers)]
         values = itertools.count()  # run-wide unique values; next() on itertools.count is atomic in CPython
         producer_settings = ProducerSettings(

@@ -112,3 +112,25 @@ def test_upgrade_to_a_version_without_an_image_fails_before_any_container(tmp_pa
     assert proc.returncode == 2, proc.stderr
     assert "kafka-chaos image build --kafka-version 9.9.9" in proc.stderr and "Traceback" not in proc.stderr
     assert labelled(docker_client())["containers"] == before
+
+
+def test_rack_cut_in_a_two_rack_cluster(chaos_run) -> None:
+    """Racks a (nodes 1, 3) and b (node 2), RF=3, min.insync=2, acks=all; rack b cut from rack a for 8 s while
+    consumers fetch from their closest replica (client.rack = b, KIP-392). The model: one replica of three cut
+    off leaves an ISR of two — writes stay available and nothing acknowledged may be lost; rack-b reads are held
+    to the same rules as any other."""
+    scenario = {**BASE, "name": "rack-cut", "duration_s": 18,
+                "cluster": {"nodes": 3, "racks": ["a", "b"]},
+                "workload": {**BASE["workload"], "client_rack": "b"},
+                "faults": {"schedule": [{"kind": "partition", "shape": "isolate", "target": "rack:b",
+                                         "at_s": 3, "duration_s": 8}]}}
+    result = chaos_run(scenario)
+    cut = [e for e in events(result) if e["process"] == "nemesis" and e["f"] == "partition" and e["type"] == "info"]
+    assert cut and cut[0]["value"]["nodes"] == [2], cut
+    heal = next(e for e in events(result) if e["process"] == "nemesis" and e["f"] == "heal" and e["type"] == "info")
+    writable = [e for e in events(result) if e["f"] == "send" and e["type"] == "ok"
+                and cut[0]["time"] + 5_000_000_000 < e["time"] < heal["time"]]
+    assert writable, "no acknowledged write while rack b was cut off (the ISR of rack a alone is 2 = min.insync)"
+    assert "broker.rack = b" in (result.run_dir / "logs" / "node-2.log").read_text()
+    counts = result.results["anomaly_counts"]
+    assert counts.get("lost-write", 0) == 0 and not result.results["violations"], counts

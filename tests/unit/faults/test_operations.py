@@ -127,3 +127,38 @@ def test_bad_operations_are_rejected_naming_the_field(operations: list[dict[str,
     with pytest.raises(ScenarioError) as err:
         parse_scenario({"name": "ops", "operations": operations})
     assert message in str(err.value)
+
+
+@pytest.mark.parametrize(("scenario", "message"), [
+    ({"faults": {"schedule": [{"kind": "kill", "target": "rack:a"}]}}, "need racks: set cluster.racks"),
+    ({"cluster": {"racks": ["a", "b"]}, "faults": {"schedule": [{"kind": "kill", "target": "rack:c"}]}},
+     "name racks ['c'] that no broker is in"),
+])
+def test_rack_targets_need_racks(scenario: dict[str, Any], message: str) -> None:
+    with pytest.raises(ScenarioError) as err:
+        parse_scenario({"name": "racks", **scenario})
+    assert message in str(err.value)
+
+
+def test_brokers_take_racks_in_turn_and_rack_targets_resolve_to_them() -> None:
+    import random
+
+    from kafka_chaos.cluster.spec import ClusterSpec
+    from kafka_chaos.faults.targets import resolve
+
+    spec = ClusterSpec(nodes=3, racks=["a", "b"])
+    assert [spec.rack_of(b) for b in (1, 2, 3)] == ["a", "b", "a"]
+    assert spec.settings()["replica.selector.class"].endswith("RackAwareReplicaSelector")
+
+    @dataclass
+    class RackNode:
+        node_id: int
+        rack: str | None
+        is_broker: bool = True
+
+    class RackCluster:
+        def __init__(self) -> None:
+            self.nodes = {i: RackNode(i, spec.rack_of(i)) for i in (1, 2, 3)}
+
+    assert resolve("rack:a", RackCluster(), "t", random.Random(0)) == [1, 3]
+    assert resolve("rack:b", RackCluster(), "t", random.Random(0)) == [2]
