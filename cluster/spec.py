@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from kafka_chaos.cluster import settings
+from kafka_chaos.cluster.external import NodeControl
 from kafka_chaos.cluster.images import DEFAULT_KAFKA_VERSION, kafka_image
 
 
@@ -25,6 +26,8 @@ class ClusterSpec(BaseModel):
     toxiproxy: bool = False
     elr: bool | None = Field(None, description="None: the version's default; else eligible.leader.replicas.version")
     broker_overrides: dict[str, str] = Field(default_factory=dict)
+    bootstrap_servers: str | None = Field(None, description="an external cluster: run against it, start nothing")
+    control: NodeControl | None = Field(None, description="an external cluster's node commands ({node} = id)")
     racks: list[str] = Field(default_factory=list, description="broker.rack of brokers 1, 2, … in turn")
     heap_opts: str = settings.NODE_HEAP_OPTS
     start_timeout_s: float = Field(90.0, gt=0)

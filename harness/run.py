@@ -26,6 +26,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from kafka_chaos.checker.run import JepsenChecker, write_results
 from kafka_chaos.cluster import ClusterPool, ClusterSpec, KafkaCluster, new_run_id
 from kafka_chaos.cluster.engine import docker_client
+from kafka_chaos.cluster.external import ExternalCluster
 from kafka_chaos.cluster.images import kafka_image, require_image
 from kafka_chaos.cluster.observer import Observer
 from kafka_chaos.faults import plan
@@ -117,7 +118,11 @@ def run_scenario(
         with contextlib.ExitStack() as stack:
             history = stack.enter_context(History(run.history))
             history.record("harness", "info", "run-start", resolved)
-            if pool is not None:
+            cluster: KafkaCluster | ExternalCluster
+            if spec.bootstrap_servers:  # someone else's cluster: connect, start nothing, stop nothing
+                cluster = stack.enter_context(ExternalCluster(spec.bootstrap_servers, spec.control))
+                topic = f"{s.topic.name}-{uuid.uuid4().hex[:6]}"
+            elif pool is not None:
                 with console.status("cluster: starting or reusing…"):
                     cluster = pool.get(spec)
                 topic = f"{s.topic.name}-{uuid.uuid4().hex[:6]}"

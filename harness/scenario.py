@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from kafka_chaos.cluster.external import NodeControl
 from kafka_chaos.cluster.spec import ClusterSpec
 from kafka_chaos.errors import ScenarioError
 from kafka_chaos.faults.operations import OperationSpec, validate_against
@@ -67,6 +68,8 @@ class Scenario(Strict):
     @model_validator(mode="after")
     def _fits_cluster(self) -> Scenario:
         validate_against(self.operations, self.cluster.broker_ids(), self.topic.replication_factor)
+        if self.cluster.bootstrap_servers:
+            self._fits_external_cluster()
         targets = [f.target for f in self.faults.schedule] + list(self.faults.generator.targets
                                                                   if self.faults.generator else [])
         racks = sorted({t.removeprefix("rack:") for t in targets if isinstance(t, str) and t.startswith("rack:")})
@@ -87,6 +90,22 @@ class Scenario(Strict):
         if kinds & link and not self.cluster.toxiproxy:
             raise ValueError(f"client-link faults {sorted(kinds & link)} need cluster.toxiproxy = true")
         return self
+
+    def _fits_external_cluster(self) -> None:
+        control = self.cluster.control or NodeControl()
+        for kind in sorted(self.faults.kinds()):
+            missing = control.missing_for(kind)
+            if missing:
+                raise ValueError(f"faults of kind {kind} on an external cluster need [cluster.control] commands: "
+                                 f"{', '.join(missing)}")
+        if self.cluster.toxiproxy:
+            raise ValueError("cluster.toxiproxy needs a cluster kafka-chaos starts; remove it for bootstrap_servers")
+        if any(op.kind == "rolling-upgrade" for op in self.operations):
+            raise ValueError("rolling-upgrade re-creates nodes: not possible on an external cluster")
+        restarts = [op for op in self.operations if op.kind == "rolling-restart"]
+        if restarts and control.missing_for("kill" if not restarts[0].clean else "stop"):
+            raise ValueError("rolling-restart on an external cluster needs [cluster.control] stop (or kill) and "
+                             "start commands")
 
     def with_overrides(self, **overrides: Any) -> Scenario:
         """A copy with dotted overrides applied, e.g. {"workload.acks": "1", "seed": 3}; validated again."""

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from rich.console import Console
 
 from kafka_chaos.cluster import KafkaCluster
+from kafka_chaos.cluster.external import ExternalCluster
 from kafka_chaos.history import History
 from kafka_chaos.rundir import RunDir
 
@@ -30,7 +31,7 @@ class RunContext:
     history to record into and the run's folder."""
 
     scenario: Scenario
-    cluster: KafkaCluster
+    cluster: KafkaCluster | ExternalCluster
     topic: str
     history: History
     run: RunDir
