@@ -156,11 +156,20 @@ def run(
     scenario: Annotated[Path, typer.Argument(help="Scenario TOML file")],
     seed: Annotated[int | None, typer.Option(help="Override the scenario's seed")] = None,
     out: Annotated[Path, typer.Option(help="Results folder")] = Path("results"),
+    replay_nodes: Annotated[bool, typer.Option(
+        "--replay-nodes", help="With a run's scenario.resolved.toml: aim each fault at the node ids it hit "
+        "(default: by its rule, e.g. whoever leads at that moment)")] = False,
 ) -> None:
-    """Run a scenario on a fresh cluster, check it, and print the verdict (exit 1 on violations)."""
-    from kafka_chaos.harness.run import run_scenario_file
+    """Run a scenario on a fresh cluster, check it, and print the verdict (exit 1 on violations).
+    A run folder's scenario.resolved.toml replays that run."""
+    from kafka_chaos.harness.run import run_scenario, run_scenario_file
 
-    result = run_scenario_file(scenario, seed=seed, out=out, console=console)
+    if replay_nodes:  # -- replay (issue 15) --
+        from kafka_chaos.harness.replay import load_resolved, pin_nodes
+
+        result = run_scenario(pin_nodes(load_resolved(scenario)), seed=seed, out=out, console=console)
+    else:
+        result = run_scenario_file(scenario, seed=seed, out=out, console=console)
     _print_verdict(result.results, result.run_dir)
     if result.results["violations"]:
         raise typer.Exit(1)
