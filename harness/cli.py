@@ -255,6 +255,31 @@ def campaign(
         raise typer.Exit(1)
 
 
+# -- shrink (issue 15) ----------------------------------------------------------------------------------------
+
+
+@app.command()
+def shrink(
+    run_dir: Annotated[Path, typer.Argument(help="A failing run's results folder (holds scenario.resolved.toml)")],
+    until: Annotated[str | None, typer.Option(help="Anomaly to keep (e.g. lost-write), or `violation` "
+                                              "(default: any violation)")] = None,
+    budget_runs: Annotated[int, typer.Option(help="At most this many runs, confirmation included")] = 30,
+    attempts: Annotated[int, typer.Option(help="Tries per candidate; it fails if any try fails")] = 2,
+    confirm: Annotated[int, typer.Option(help="Re-runs of the minimal scenario, for its reproduction rate")] = 3,
+    fresh: Annotated[bool, typer.Option(help="Start over instead of resuming RUN_DIR/shrink/journal.json")] = False,
+) -> None:
+    """Shrink a failing run to the smallest scenario that still shows the anomaly (ddmin over its faults, then
+    shorter faults and run, fewer producers and keys, lower rate); resumable; writes RUN_DIR/shrink/."""
+    from kafka_chaos.harness.shrink import shrink_run, size_text
+
+    r = shrink_run(run_dir, until=until, budget_runs=budget_runs, attempts=attempts, confirm=confirm, fresh=fresh,
+                   console=console)
+    console.print(
+        f"[bold]minimal[/]: {r.minimal} — {size_text(r.size_after)} (was {size_text(r.size_before)}); "
+        f"reproduced {r.reproduced} of {r.confirm_runs}; {r.runs_used} of {r.budget_runs} runs, {r.wall_s:g} s"
+        + (" [yellow](budget spent)[/]" if r.budget_exhausted else "") + f"; steps: {r.index}", highlight=False)
+
+
 def _print_verdict(results: dict[str, Any], run_dir: Path) -> None:
     counts = results.get("anomaly_counts", {})
     table = Table(title=f"anomalies — {run_dir}")
