@@ -24,7 +24,15 @@ RESOLVED_NAME = "scenario.resolved.toml"
 def scenario_data(s: Scenario) -> dict[str, Any]:
     """A scenario as plain TOML-ready data (no None values, which TOML cannot hold)."""
     data: dict[str, Any] = s.model_dump(mode="json", exclude_none=True)
+    for f in data.get("faults", {}).get("schedule", []):
+        # options of other kinds are defaults that would only make a reader wonder (to_spec writes the own ones)
+        for option in _LINK_OPTIONS - _OWN_OPTIONS.get(f["kind"], set()):
+            f.pop(option, None)
     return data
+
+
+_LINK_OPTIONS = {"latency_ms", "jitter_ms", "rate_kbps"}
+_OWN_OPTIONS: dict[str, set[str]] = {"latency": {"latency_ms", "jitter_ms"}, "bandwidth": {"rate_kbps"}}
 
 
 def write_scenario(path: Path, data: dict[str, Any]) -> Path:
