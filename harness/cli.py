@@ -242,11 +242,13 @@ def campaign(
     campaign_file: Annotated[Path, typer.Argument(help="Campaign TOML (e.g. scenarios/campaigns/durability.toml)")],
     out: Annotated[Path, typer.Option(help="Results folder")] = Path("results"),
     fresh: Annotated[bool, typer.Option(help="Start over instead of resuming")] = False,
+    shrink: Annotated[bool, typer.Option(help="Shrink each run with violations (kafka-chaos shrink); the index "
+                                         "links each shrink")] = False,
 ) -> None:
     """Run a matrix of scenarios one after another (resumable); writes index.html, summary.json, junit.xml."""
     from kafka_chaos.harness.campaign import run_campaign
 
-    summary = run_campaign(campaign_file, out=out, fresh=fresh, console=console)
+    summary = run_campaign(campaign_file, out=out, fresh=fresh, console=console, shrink=shrink)
     cdir = out / "campaigns" / summary["campaign_id"]
     console.print(
         f"{summary['done']}/{summary['total']} runs, {summary['failed']} failed; index: {cdir / 'index.html'}"

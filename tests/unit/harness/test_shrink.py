@@ -182,3 +182,17 @@ def test_cli_bad_input_exits_2_without_traceback(tmp_path):
 def test_resolved_scenario_loads_from_the_folder(tmp_path):
     run_dir = _run_dir(tmp_path)
     assert load_resolved(run_dir).image_id == "sha256:x"
+
+
+def test_campaign_index_links_a_violation_to_its_shrink(tmp_path):
+    from kafka_chaos.harness.campaign import render_index
+
+    cdir = tmp_path / "campaigns" / "c"
+    cdir.mkdir(parents=True)
+    run = {"status": "done", "index": 0, "label": "acks=1", "config": "kafka", "anomaly_counts": {"lost-write": 2},
+           "passed": False, "complete": True, "run_dir": str(tmp_path / "r0"),
+           "shrink": str(tmp_path / "r0" / "shrink" / "index.html"), "shrink_reproduced": "2 of 3"}
+    passing = {**run, "index": 1, "passed": True, "shrink": None}
+    html = render_index({"campaign": "c", "campaign_id": "c-1", "done": 2, "total": 2, "failed": 1,
+                         "runs": [run, passing]}, cdir)
+    assert html.count('href="../../r0/shrink/index.html">shrink</a> (reproduced 2 of 3)') == 1
