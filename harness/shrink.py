@@ -119,12 +119,14 @@ def with_faults(s: Scenario, planned: list[PlannedFault]) -> Scenario:
 def size_of(s: Scenario) -> dict[str, float]:
     planned = faults_of(s)
     return {"faults": len(planned), "fault_s": round(sum(p.duration_s for p in planned), 1),
-            "duration_s": s.duration_s, "producers": s.workload.producers, "keys": s.topic.partitions,
+            "first_at_s": planned[0].at_s if planned else 0.0, "duration_s": s.duration_s,
+            "producers": s.workload.producers, "keys": s.topic.partitions,
             "rate": s.workload.rate}
 
 
 def size_text(size: dict[str, Any]) -> str:
-    return (f"{size['faults']:g} faults ({size['fault_s']:g} s), run {size['duration_s']:g} s, "
+    return (f"{size['faults']:g} faults ({size['fault_s']:g} s, first at {size.get('first_at_s', 0):g} s), "
+            f"run {size['duration_s']:g} s, "
             f"{size['producers']:g} producers, {size['keys']:g} keys, rate {size['rate']:g}/s")
 
 
@@ -134,16 +136,17 @@ def _shorter_faults(s: Scenario) -> Scenario | None:
     return None if shorter == planned else with_faults(s, shorter)
 
 
-def _shorter_gaps(s: Scenario, lead_min_s: float = 2.0) -> Scenario | None:
+def _shorter_gaps(s: Scenario, lead_min_s: float = 2.0, step_min_s: float = 1.0) -> Scenario | None:
     """Faults earlier: the lead before the first fault and every gap between starts halved (order kept); the
-    lead stays at least `lead_min_s` so clients are writing when the first fault lands."""
+    lead stays at least `lead_min_s` so clients are writing when the first fault lands. A move of less than
+    `step_min_s` in all is not worth a run."""
     planned = faults_of(s)
     if not planned:
         return None
     first = planned[0].at_s
     lead = max(min(first, lead_min_s), round(first / 2, 1))
     moved = [replace(p, at_s=round(lead + (p.at_s - first) / 2, 1)) for p in planned]
-    if all(abs(a.at_s - b.at_s) < 0.05 for a, b in zip(moved, planned, strict=True)):
+    if sum(abs(a.at_s - b.at_s) for a, b in zip(moved, planned, strict=True)) < step_min_s:
         return None
     return with_faults(s, moved)
 
@@ -312,7 +315,8 @@ class Shrinker:
 
     @property
     def runs_used(self) -> int:
-        return sum(len(c["tries"]) for c in self.journal["candidates"]) + len(self.journal["confirm"])
+        return (sum(len(c["tries"]) for c in self.journal["candidates"]) + len(self.journal["confirm"])
+                + len(self.journal.get("confirm_superseded", [])))
 
     # -- the oracle with K attempts, the budget and the journal ---------------------------------------------
 
@@ -329,7 +333,9 @@ class Shrinker:
         tries: list[dict[str, Any]] = c["tries"]
         while len(tries) < self.attempts and not any(t["failed"] for t in tries):
             if self.runs_used >= self.budget - self.confirm:
+                c["result"] = "budget spent"  # not an answer: a resume with a larger budget runs it
                 self._save()
+                self._write_index()
                 raise BudgetExhausted
             t0 = time.monotonic()
             result = self.runner(s)
@@ -394,6 +400,12 @@ class Shrinker:
         return with_faults(best, kept)
 
     def _confirm(self, best: Scenario) -> None:
+        key = candidate_key(best)
+        if self.journal.get("confirm_key") not in (None, key):
+            # a resume with a larger budget found a smaller candidate: the old confirmations were of another one
+            self.journal.setdefault("confirm_superseded", []).extend(self.journal["confirm"])
+            self.journal["confirm"] = []
+        self.journal["confirm_key"] = key
         confirm: list[dict[str, Any]] = self.journal["confirm"]
         while len(confirm) < self.confirm and self.runs_used < self.budget:
             t0 = time.monotonic()

@@ -196,3 +196,15 @@ def test_campaign_index_links_a_violation_to_its_shrink(tmp_path):
     html = render_index({"campaign": "c", "campaign_id": "c-1", "done": 2, "total": 2, "failed": 1,
                          "runs": [run, passing]}, cdir)
     assert html.count('href="../../r0/shrink/index.html">shrink</a> (reproduced 2 of 3)') == 1
+
+
+def test_a_resume_with_a_larger_budget_finishes_the_search(tmp_path):
+    run_dir = _run_dir(tmp_path)
+    first = Shrinker(run_dir, attempts=2, budget_runs=6, confirm=2, runner=Runner()).run()
+    assert first.budget_exhausted and first.runs_used == 6
+    more = Runner()
+    second = Shrinker(run_dir, attempts=2, budget_runs=200, confirm=2, runner=more).run()
+    assert not second.budget_exhausted
+    assert _ids(faults_of(load_scenario(second.minimal))) == CULPRITS
+    assert (second.reproduced, second.confirm_runs) == (2, 2)  # confirmations of the new minimal
+    assert second.runs_used == 6 + more.calls
