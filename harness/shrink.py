@@ -20,17 +20,19 @@ result, links to its runs' reports), shrink/runs/ (the candidate runs).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from html import escape
 from pathlib import Path
 from typing import Any, TypeVar
 
 from rich.console import Console
+from rich.errors import LiveError
 
 from kafka_chaos.errors import ShrinkError
 from kafka_chaos.faults.schedule import FaultsConfig, PlannedFault, plan
@@ -338,7 +340,8 @@ class Shrinker:
                 self._write_index()
                 raise BudgetExhausted
             t0 = time.monotonic()
-            result = self.runner(s)
+            with _status(self.console, f"#{c['n']} {step}: try {len(tries) + 1}/{self.attempts} running…"):
+                result = self.runner(s)
             tries.append({**asdict(result), "wall_s": round(time.monotonic() - t0, 1)})
             self._save()
             self._progress(c, len(tries), result)
@@ -409,7 +412,8 @@ class Shrinker:
         confirm: list[dict[str, Any]] = self.journal["confirm"]
         while len(confirm) < self.confirm and self.runs_used < self.budget:
             t0 = time.monotonic()
-            result = self.runner(best)
+            with _status(self.console, f"confirming the minimal scenario: run {len(confirm) + 1}/{self.confirm}…"):
+                result = self.runner(best)
             confirm.append({**asdict(result), "wall_s": round(time.monotonic() - t0, 1)})
             self._save()
             verdict = f"[red]reproduced[/] ({self.until})" if result.failed else "[green]did not reproduce[/]"
@@ -431,6 +435,21 @@ class Shrinker:
         path = self.dir / "index.html"
         path.write_text(render_index(self.journal, self.dir))
         return path
+
+
+@contextlib.contextmanager
+def _status(console: Console, text: str) -> Iterator[None]:
+    """A spinner while a run is underway, unless another live display (a campaign's progress) owns the terminal."""
+    status = console.status(text)
+    try:
+        status.start()
+    except LiveError:
+        yield
+        return
+    try:
+        yield
+    finally:
+        status.stop()
 
 
 def _link(run_dir: str | None, base: Path, text: str) -> str:
