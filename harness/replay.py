@@ -71,7 +71,7 @@ def pin_nodes(s: Scenario) -> Scenario:
     if s.faults.generator is not None or not any(f.nodes is not None for f in s.faults.schedule):
         raise ScenarioError(
             f"scenario {s.name!r} records no node ids, so --replay-nodes has nothing to replay: pass the "
-            f"{RESOLVED_NAME} of a run folder (a scenario whose [[faults.schedule]] entries carry `nodes`), or "
+            f"{RESOLVED_NAME} of a run folder (a scenario whose faults.schedule entries carry `nodes`), or "
             "drop --replay-nodes to replay by rule."
         )
     pinned = [p.on_nodes() for p in plan(s.faults, s.duration_s, s.seed)]

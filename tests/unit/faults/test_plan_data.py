@@ -43,3 +43,13 @@ def test_resolved_scenario_round_trips_through_toml_and_pins_nodes():
     pinned = plan(pin_nodes(back).faults, back.duration_s, back.seed)
     assert [p.target for p in pinned] == [[i % 3 + 1] for i in range(len(planned))]
     assert [(p.at_s, p.duration_s, p.kind) for p in pinned] == [(p.at_s, p.duration_s, p.kind) for p in planned]
+
+
+def test_replay_nodes_on_a_scenario_without_node_ids_is_bad_input():
+    import pytest
+
+    from kafka_chaos.errors import ScenarioError
+
+    s = parse_scenario({"name": "g", "faults": _generated().model_dump()})
+    with pytest.raises(ScenarioError, match="records no node ids"):
+        pin_nodes(s)
