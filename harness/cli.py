@@ -269,13 +269,16 @@ def shrink(
     attempts: Annotated[int, typer.Option(help="Tries per candidate; it fails if any try fails")] = 2,
     confirm: Annotated[int, typer.Option(help="Re-runs of the minimal scenario, for its reproduction rate")] = 3,
     fresh: Annotated[bool, typer.Option(help="Start over instead of resuming RUN_DIR/shrink/journal.json")] = False,
+    steps: Annotated[str | None, typer.Option(help="Comma-separated subset of ddmin,durations,gaps,producers,"
+                                              "keys,rate,run (default: all, in that order)")] = None,
 ) -> None:
     """Shrink a failing run to the smallest scenario that still shows the anomaly (ddmin over its faults, then
     shorter faults and run, fewer producers and keys, lower rate); resumable; writes RUN_DIR/shrink/."""
-    from kafka_chaos.harness.shrink import shrink_run, size_text
+    from kafka_chaos.harness.shrink import STEPS, shrink_run, size_text
 
+    chosen = tuple(x.strip() for x in steps.split(",") if x.strip()) if steps is not None else STEPS
     r = shrink_run(run_dir, until=until, budget_runs=budget_runs, attempts=attempts, confirm=confirm, fresh=fresh,
-                   console=console)
+                   console=console, steps=chosen)
     console.print(
         f"[bold]minimal[/]: {r.minimal} — {size_text(r.size_after)} (was {size_text(r.size_before)}); "
         f"reproduced {r.reproduced} of {r.confirm_runs}; {r.runs_used} of {r.budget_runs} runs, {r.wall_s:g} s"

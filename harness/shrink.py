@@ -189,6 +189,9 @@ PHASES: list[tuple[str, Callable[[Scenario], Scenario | None]]] = [
 ]
 
 
+STEPS: tuple[str, ...] = ("ddmin", *(name for name, _ in PHASES))
+
+
 def candidate_key(s: Scenario) -> str:
     """What makes two candidates the same experiment (not their names or the run's record fields)."""
     data = scenario_data(s)
@@ -278,10 +281,15 @@ def check_input(run_dir: Path, until: str | None) -> tuple[Scenario, str, dict[s
 class Shrinker:
     def __init__(self, run_dir: Path, *, until: str | None = None, budget_runs: int = 30, attempts: int = 2,
                  confirm: int = 3, runner: Runner | None = None, console: Console | None = None,
-                 fresh: bool = False) -> None:
+                 fresh: bool = False, steps: Sequence[str] = STEPS) -> None:
         if attempts < 1 or confirm < 0 or budget_runs < 1:
             raise ShrinkError(f"--attempts ({attempts}) and --budget-runs ({budget_runs}) must be at least 1, "
                               f"--confirm ({confirm}) at least 0.")
+        unknown = [step for step in steps if step not in STEPS]
+        if unknown or not steps:
+            raise ShrinkError(f"--steps {','.join(steps)!r} names no step or unknown ones ({', '.join(unknown)}); "
+                              f"the steps are {','.join(STEPS)}.")
+        self.steps = tuple(steps)
         self.run_dir = Path(run_dir)
         self.original, self.until, self.results = check_input(self.run_dir, until)
         self.attempts, self.budget, self.confirm = attempts, budget_runs, confirm
@@ -374,8 +382,11 @@ class Shrinker:
         best = original
         exhausted = False
         try:
-            best = self._ddmin(best)
+            if "ddmin" in self.steps:
+                best = self._ddmin(best)
             for step, transform in PHASES:
+                if step not in self.steps:
+                    continue
                 while (candidate := transform(best)) is not None and self.fails(candidate, step):
                     best = candidate
         except BudgetExhausted:
@@ -501,7 +512,8 @@ Source run: {_link(journal['source'], shrink_dir, 'report')}. Journal: <a href="
 
 def shrink_run(run_dir: Path, *, until: str | None = None, budget_runs: int = 30, attempts: int = 2,
                confirm: int = 3, fresh: bool = False, console: Console | None = None,
-               runner: Runner | None = None) -> ShrinkResult:
-    """Shrink RUN_DIR's scenario to the smallest that still shows `until` (default: any violation)."""
+               runner: Runner | None = None, steps: Sequence[str] = STEPS) -> ShrinkResult:
+    """Shrink RUN_DIR's scenario to the smallest that still shows `until` (default: any violation), by the
+    given steps in their fixed order (all by default)."""
     return Shrinker(run_dir, until=until, budget_runs=budget_runs, attempts=attempts, confirm=confirm,
-                    runner=runner, console=console, fresh=fresh).run()
+                    runner=runner, console=console, fresh=fresh, steps=steps).run()

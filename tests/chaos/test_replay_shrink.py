@@ -56,11 +56,14 @@ def test_shrink_keeps_the_leader_isolation_that_loses_acks1_writes(tmp_path: Pat
     original = run_scenario(SCENARIOS / "shrink-demo.toml", out=tmp_path)
     assert original.count("lost-write") > 0, "the recorded run must show the anomaly to shrink"
     assert len(faults_of(load_resolved(original.run_dir))) == 5
-    r = shrink_run(original.run_dir, until="lost-write", budget_runs=12, attempts=1, confirm=3)
+    # durations and gaps are left out: they shrink the isolation to the edge of what loses writes (4 s of
+    # isolation reproduced in 1 of 3 runs when measured), and this test needs a minimal.toml that reproduces
+    r = shrink_run(original.run_dir, until="lost-write", budget_runs=10, attempts=1, confirm=3,
+                   steps=("ddmin", "producers", "keys", "rate", "run"))
     minimal = load_scenario(r.minimal)
     kinds = [p.kind for p in faults_of(minimal)]
     assert len(kinds) <= 2 and "partition" in kinds
-    assert r.runs_used <= 12
+    assert r.runs_used <= 10
     confirm = json.loads((r.shrink_dir / "journal.json").read_text())["confirm"]
     assert len(confirm) == 3 and r.reproduced >= 1
     for t in confirm:  # each confirmation is a real run of minimal.toml; its results say what it showed

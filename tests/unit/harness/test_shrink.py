@@ -208,3 +208,14 @@ def test_a_resume_with_a_larger_budget_finishes_the_search(tmp_path):
     assert _ids(faults_of(load_scenario(second.minimal))) == CULPRITS
     assert (second.reproduced, second.confirm_runs) == (2, 2)  # confirmations of the new minimal
     assert second.runs_used == 6 + more.calls
+
+
+def test_only_the_chosen_steps_run(tmp_path):
+    r = Shrinker(_run_dir(tmp_path / "a"), attempts=1, budget_runs=200, confirm=0, runner=Runner(),
+                 steps=("ddmin", "producers")).run()
+    minimal = load_scenario(r.minimal)
+    assert _ids(faults_of(minimal)) == CULPRITS and minimal.workload.producers == 1
+    assert minimal.topic.partitions == 3 and minimal.duration_s == 40  # keys and run were not shrunk
+    assert all(p.duration_s == 4 for p in faults_of(minimal))
+    with pytest.raises(ShrinkError, match="unknown"):
+        Shrinker(_run_dir(tmp_path / "b"), steps=("ddmin", "faster"), runner=Runner())
