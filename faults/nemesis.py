@@ -14,6 +14,7 @@ import random
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kafka_chaos.cluster.links import LinkFaults
@@ -49,6 +50,11 @@ class Nemesis:
         self._previous: list[int] = []
         self._thread = threading.Thread(target=self._run, name="nemesis", daemon=True)
         self.errors: list[str] = []
+        self.fired: dict[int, list[int]] = {}  # plan index → the node ids its target resolved to
+
+    def resolved_plan(self) -> list[PlannedFault]:
+        """The plan with every fired fault's node ids filled in (what scenario.resolved.toml records)."""
+        return [replace(p, nodes=tuple(self.fired[i])) if i in self.fired else p for i, p in enumerate(self.plan)]
 
     def _fault(self, p: PlannedFault) -> Fault:
         if p.kind in NODE_FAULTS:
@@ -85,6 +91,7 @@ class Nemesis:
         try:
             brokers_only = p.kind in NODE_FAULTS or p.kind in LINK_FAULTS
             nodes = self._resolve_live(p, brokers_only)
+            self.fired[i] = nodes
             fault = self._fault(p)
             value = fault.start(nodes)
             self._previous = nodes
@@ -138,6 +145,10 @@ class ScheduledNemesis:
     def __init__(self, planned: list[PlannedFault]) -> None:
         self.planned = planned
         self._nemesis: Nemesis | None = None
+
+    def resolved_plan(self) -> list[PlannedFault]:
+        """The plan with the node ids each fault hit (the plan as it stands until the run has started)."""
+        return self._nemesis.resolved_plan() if self._nemesis is not None else self.planned
 
     def start(self, ctx: RunContext) -> None:
         links = ctx.cluster.toxiproxy.links if ctx.cluster.toxiproxy else None

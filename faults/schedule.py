@@ -7,7 +7,7 @@ seed replayed) without a cluster — Jepsen's generators are testable with `simu
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -32,6 +32,9 @@ class FaultSpec(_Strict):
     latency_ms: int = Field(500, ge=0)
     jitter_ms: int = Field(0, ge=0)
     rate_kbps: int = Field(64, ge=1)
+    # Written into scenario.resolved.toml: the node ids `target` resolved to when the recorded run fired it.
+    # A run by rule ignores it; `kafka-chaos run --replay-nodes` aims the fault at these ids instead.
+    nodes: list[int] | None = None
 
 
 class FaultGenerator(_Strict):
@@ -54,19 +57,43 @@ class FaultsConfig(_Strict):
     def kinds(self) -> set[str]:
         return {f.kind for f in self.schedule} | set(self.generator.kinds if self.generator else [])
 
+    @classmethod
+    def from_plan(cls, planned: list[PlannedFault]) -> FaultsConfig:
+        """The explicit schedule of a plan: `plan(FaultsConfig.from_plan(p), d, seed) == p` for a plan cut to d,
+        so a shrunk or resolved plan is again a scenario's `faults`."""
+        return cls(schedule=[FaultSpec.model_validate(p.to_spec()) for p in planned])
+
 
 @dataclass(frozen=True)
 class PlannedFault:
+    """One fault of a run's plan: the type the generator produces, the nemesis consumes, the resolved scenario
+    records and the shrinker cuts down. `target` is the rule; `nodes` the ids it resolved to in a recorded run
+    (None until one fired it); `params` the kind's options (latency_ms, jitter_ms, rate_kbps)."""
+
     at_s: float
     duration_s: float
     kind: FaultKind
     target: Target
     shape: Shape = "isolate"
     params: dict[str, Any] = field(default_factory=dict)
+    nodes: tuple[int, ...] | None = None
 
     @property
     def heal_at_s(self) -> float:
         return self.at_s + self.duration_s
+
+    def to_spec(self) -> dict[str, Any]:
+        """This fault as one `[[faults.schedule]]` entry (plain data, TOML-ready)."""
+        spec: dict[str, Any] = {"kind": self.kind, "target": self.target, "shape": self.shape, "at_s": self.at_s,
+                                "duration_s": self.duration_s}
+        spec.update(self.params)
+        if self.nodes is not None:
+            spec["nodes"] = list(self.nodes)
+        return spec
+
+    def on_nodes(self) -> PlannedFault:
+        """The same fault aimed at the node ids it hit (replay by node ids); unchanged if it never fired."""
+        return self if self.nodes is None else replace(self, target=sorted(self.nodes))
 
 
 def _link_params(kind: str, spec: FaultSpec | FaultGenerator, jitter_ms: int = 0) -> dict[str, Any]:
@@ -81,7 +108,8 @@ def plan(config: FaultsConfig, duration_s: float, seed: int) -> list[PlannedFaul
     """Every fault of the run, in start order. Faults whose heal would fall after the run are cut to end with it."""
     rng = random.Random(seed)
     out = [
-        PlannedFault(f.at_s, f.duration_s, f.kind, f.target, f.shape, _link_params(f.kind, f, f.jitter_ms))
+        PlannedFault(f.at_s, f.duration_s, f.kind, f.target, f.shape, _link_params(f.kind, f, f.jitter_ms),
+                     None if f.nodes is None else tuple(f.nodes))
         for f in config.schedule
         if f.at_s < duration_s
     ]
@@ -95,8 +123,5 @@ def plan(config: FaultsConfig, duration_s: float, seed: int) -> list[PlannedFaul
                              _link_params(kind, gen))
             )
             t += gen.every_s
-    cut = [
-        PlannedFault(p.at_s, min(p.duration_s, duration_s - p.at_s), p.kind, p.target, p.shape, p.params)
-        for p in out
-    ]
+    cut = [replace(p, duration_s=min(p.duration_s, duration_s - p.at_s)) for p in out]
     return sorted(cut, key=lambda p: p.at_s)

@@ -141,7 +141,8 @@ def _writes_during_faults(run_dir: Path, result: dict[str, Any]) -> bool | None:
 
 
 def run_campaign(path: Path, *, out: Path = Path("results"), fresh: bool = False,
-                 console: Console | None = None, pool: ClusterPool | None = None) -> dict[str, Any]:
+                 console: Console | None = None, pool: ClusterPool | None = None,
+                 shrink: bool = False) -> dict[str, Any]:
     console = console or Console()
     campaign = load_campaign(path)
     cdir = out / "campaigns" / campaign.campaign_id
@@ -179,6 +180,9 @@ def run_campaign(path: Path, *, out: Path = Path("results"), fresh: bool = False
                     "prediction": predict(run), "measured": measured,
                     "config": _config_line(run.scenario),
                 }
+                if shrink and not result.passed:
+                    pool.release()  # one cluster at a time: the shrink starts its own
+                    done[str(run.index)].update(_shrink(result.run_dir, console))
                 _write_outputs(campaign, cdir, done)
                 progress.advance(task)
     finally:
@@ -188,6 +192,19 @@ def run_campaign(path: Path, *, out: Path = Path("results"), fresh: bool = False
     summary: dict[str, Any] = json.loads(summary_path.read_text())
     summary["elapsed_s"] = round(time.monotonic() - started, 1)
     return summary
+
+
+def _shrink(run_dir: Path, console: Console) -> dict[str, Any]:
+    """Shrink a violating run (issue 15); the index links its shrink/index.html."""
+    from kafka_chaos.errors import KafkaChaosError
+    from kafka_chaos.harness.shrink import shrink_run
+
+    try:
+        r = shrink_run(run_dir, console=console)
+    except KafkaChaosError as err:  # a shrink that cannot start must not end the campaign
+        return {"shrink_error": str(err)}
+    return {"shrink": str(r.index.resolve()), "shrink_minimal": str(r.minimal.resolve()),
+            "shrink_reproduced": f"{r.reproduced} of {r.confirm_runs}"}
 
 
 def _config_line(s: Scenario) -> str:
@@ -238,6 +255,13 @@ def _yes_no(v: Any) -> str:
     return "—" if v is None else ("yes" if v else "no")
 
 
+def _shrink_link(r: dict[str, Any], cdir: Path) -> str:
+    if not r.get("shrink"):
+        return ""
+    link = os.path.relpath(r["shrink"], cdir.resolve())
+    return f' · <a href="{escape(link)}">shrink</a> (reproduced {escape(r.get("shrink_reproduced", "?"))})'
+
+
 def render_index(summary: dict[str, Any], cdir: Path) -> str:
     rows = []
     for r in summary["runs"]:
@@ -257,7 +281,7 @@ def render_index(summary: dict[str, Any], cdir: Path) -> str:
             f"<td{' class=mismatch' if mismatch else ''}>{_yes_no(meas.get('lost'))} / "
             f"{_yes_no(meas.get('writes_available_during_fault'))}</td>"
             f"<td>{'complete' if r['complete'] else 'incomplete'}</td>"
-            f"<td><a href=\"{escape(str(link))}\">report</a></td></tr>"
+            f"<td><a href=\"{escape(str(link))}\">report</a>{_shrink_link(r, cdir)}</td></tr>"
         )
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>{escape(summary['campaign'])}</title>
 <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;

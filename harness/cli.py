@@ -156,11 +156,20 @@ def run(
     scenario: Annotated[Path, typer.Argument(help="Scenario TOML file")],
     seed: Annotated[int | None, typer.Option(help="Override the scenario's seed")] = None,
     out: Annotated[Path, typer.Option(help="Results folder")] = Path("results"),
+    replay_nodes: Annotated[bool, typer.Option(
+        "--replay-nodes", help="With a run's scenario.resolved.toml: aim each fault at the node ids it hit "
+        "(default: by its rule, e.g. whoever leads at that moment)")] = False,
 ) -> None:
-    """Run a scenario on a fresh cluster, check it, and print the verdict (exit 1 on violations)."""
-    from kafka_chaos.harness.run import run_scenario_file
+    """Run a scenario on a fresh cluster, check it, and print the verdict (exit 1 on violations).
+    A run folder's scenario.resolved.toml replays that run."""
+    from kafka_chaos.harness.run import run_scenario, run_scenario_file
 
-    result = run_scenario_file(scenario, seed=seed, out=out, console=console)
+    if replay_nodes:  # -- replay (issue 15) --
+        from kafka_chaos.harness.replay import load_resolved, pin_nodes
+
+        result = run_scenario(pin_nodes(load_resolved(scenario)), seed=seed, out=out, console=console)
+    else:
+        result = run_scenario_file(scenario, seed=seed, out=out, console=console)
     _print_verdict(result.results, result.run_dir)
     if result.results["violations"]:
         raise typer.Exit(1)
@@ -233,17 +242,47 @@ def campaign(
     campaign_file: Annotated[Path, typer.Argument(help="Campaign TOML (e.g. scenarios/campaigns/durability.toml)")],
     out: Annotated[Path, typer.Option(help="Results folder")] = Path("results"),
     fresh: Annotated[bool, typer.Option(help="Start over instead of resuming")] = False,
+    shrink: Annotated[bool, typer.Option(help="Shrink each run with violations (kafka-chaos shrink); the index "
+                                         "links each shrink")] = False,
 ) -> None:
     """Run a matrix of scenarios one after another (resumable); writes index.html, summary.json, junit.xml."""
     from kafka_chaos.harness.campaign import run_campaign
 
-    summary = run_campaign(campaign_file, out=out, fresh=fresh, console=console)
+    summary = run_campaign(campaign_file, out=out, fresh=fresh, console=console, shrink=shrink)
     cdir = out / "campaigns" / summary["campaign_id"]
     console.print(
         f"{summary['done']}/{summary['total']} runs, {summary['failed']} failed; index: {cdir / 'index.html'}"
     )
     if summary["failed"]:
         raise typer.Exit(1)
+
+
+# -- shrink (issue 15) ----------------------------------------------------------------------------------------
+
+
+@app.command()
+def shrink(
+    run_dir: Annotated[Path, typer.Argument(help="A failing run's results folder (holds scenario.resolved.toml)")],
+    until: Annotated[str | None, typer.Option(help="Anomaly to keep (e.g. lost-write), or `violation` "
+                                              "(default: any violation)")] = None,
+    budget_runs: Annotated[int, typer.Option(help="At most this many runs, confirmation included")] = 30,
+    attempts: Annotated[int, typer.Option(help="Tries per candidate; it fails if any try fails")] = 2,
+    confirm: Annotated[int, typer.Option(help="Re-runs of the minimal scenario, for its reproduction rate")] = 3,
+    fresh: Annotated[bool, typer.Option(help="Start over instead of resuming RUN_DIR/shrink/journal.json")] = False,
+    steps: Annotated[str | None, typer.Option(help="Comma-separated subset of ddmin,durations,gaps,producers,"
+                                              "keys,rate,run (default: all, in that order)")] = None,
+) -> None:
+    """Shrink a failing run to the smallest scenario that still shows the anomaly (ddmin over its faults, then
+    shorter faults and run, fewer producers and keys, lower rate); resumable; writes RUN_DIR/shrink/."""
+    from kafka_chaos.harness.shrink import STEPS, shrink_run, size_text
+
+    chosen = tuple(x.strip() for x in steps.split(",") if x.strip()) if steps is not None else STEPS
+    r = shrink_run(run_dir, until=until, budget_runs=budget_runs, attempts=attempts, confirm=confirm, fresh=fresh,
+                   console=console, steps=chosen)
+    console.print(
+        f"[bold]minimal[/]: {r.minimal} — {size_text(r.size_after)} (was {size_text(r.size_before)}); "
+        f"reproduced {r.reproduced} of {r.confirm_runs}; {r.runs_used} of {r.budget_runs} runs, {r.wall_s:g} s"
+        + (" [yellow](budget spent)[/]" if r.budget_exhausted else "") + f"; steps: {r.index}", highlight=False)
 
 
 def _print_verdict(results: dict[str, Any], run_dir: Path) -> None:

@@ -32,6 +32,7 @@ from kafka_chaos.cluster.observer import Observer
 from kafka_chaos.faults import plan
 from kafka_chaos.faults.nemesis import ScheduledNemesis
 from kafka_chaos.faults.operations import Operator
+from kafka_chaos.harness.replay import write_resolved
 from kafka_chaos.harness.report import write_report
 from kafka_chaos.harness.scenario import Scenario, load_scenario, parse_scenario, to_toml
 from kafka_chaos.harness.testmap import Checker, Nemesis, RunContext, Workload
@@ -134,6 +135,7 @@ def run_scenario(
             stack.callback(cluster.save_logs, run.logs)
             ctx = RunContext(s, cluster, topic, history, run, console)
             _execute(ctx, parts_workloads, parts_nemeses)
+            _write_resolved(run.path, s, parts_nemeses[0], run_id, cluster)
     except KeyboardInterrupt as err:
         interrupted = err
     results = check_run_dir(run.path, console=console, checkers=checkers)
@@ -149,6 +151,18 @@ def _require_operation_images(s: Scenario) -> None:
         client = docker_client()
         for version in versions:
             require_image(client, kafka_image(version))
+
+
+def _write_resolved(run_dir: Path, s: Scenario, nemesis: Nemesis, run_id: str, cluster: KafkaCluster) -> None:
+    """scenario.resolved.toml (issue 15): the fault plan with the node ids each fault hit, for replay and shrink.
+    A nemesis of the caller's own has no plan to record; the scenario's schedule is written as planned."""
+    planned = (nemesis.resolved_plan() if isinstance(nemesis, ScheduledNemesis)
+               else plan(s.faults, s.duration_s, s.seed))
+    try:
+        image_id: str | None = str(cluster.client.images.get(cluster.spec.image).id)
+    except Exception:  # the id is a record for people; a run must not fail over it
+        image_id = None
+    write_resolved(run_dir, s, planned, run_id=run_id, image_id=image_id)
 
 
 def _execute(ctx: RunContext, workloads: list[Workload], nemeses: list[Nemesis]) -> None:

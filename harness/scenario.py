@@ -64,6 +64,8 @@ class Scenario(Strict):
     # Written by the harness into results/<run>/scenario.toml; ignored when a scenario is run.
     run_id: str | None = None
     kafka_settings: dict[str, str] = Field(default_factory=dict)
+    # Written into scenario.resolved.toml (the Kafka image the run used); informative when replayed.
+    image_id: str | None = None
 
     @model_validator(mode="after")
     def _fits_cluster(self) -> Scenario:

@@ -50,3 +50,8 @@ class RunFailed(KafkaChaosError):
     """The checker found anomalies the configuration does not permit."""
 
     exit_code = 1
+
+
+class ShrinkError(KafkaChaosError):
+    """`kafka-chaos shrink` was given nothing it can shrink: no run folder, a run that does not fail, an
+    unknown anomaly name."""
