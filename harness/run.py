@@ -153,13 +153,15 @@ def _require_operation_images(s: Scenario) -> None:
             require_image(client, kafka_image(version))
 
 
-def _write_resolved(run_dir: Path, s: Scenario, nemesis: Nemesis, run_id: str, cluster: KafkaCluster) -> None:
+def _write_resolved(run_dir: Path, s: Scenario, nemesis: Nemesis, run_id: str,
+                    cluster: KafkaCluster | ExternalCluster) -> None:
     """scenario.resolved.toml (issue 15): the fault plan with the node ids each fault hit, for replay and shrink.
     A nemesis of the caller's own has no plan to record; the scenario's schedule is written as planned."""
     planned = (nemesis.resolved_plan() if isinstance(nemesis, ScheduledNemesis)
                else plan(s.faults, s.duration_s, s.seed))
     try:
-        image_id: str | None = str(cluster.client.images.get(cluster.spec.image).id)
+        image_id: str | None = (str(cluster.client.images.get(cluster.spec.image).id)
+                                if isinstance(cluster, KafkaCluster) else None)
     except Exception:  # the id is a record for people; a run must not fail over it
         image_id = None
     write_resolved(run_dir, s, planned, run_id=run_id, image_id=image_id)
