@@ -195,8 +195,8 @@ def check(
 @app.command()
 def report(run_dir: Annotated[Path, typer.Argument(help="A run's results folder")]) -> None:
     """Rebuild report.html of a stored run (checks it first when results.json is missing)."""
-    from kafka_chaos.harness.report import write_report
     from kafka_chaos.harness.run import check_run_dir
+    from kafka_chaos.report import write_report
 
     if not RunDir(run_dir).results.exists():
         check_run_dir(run_dir)

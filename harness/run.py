@@ -4,7 +4,7 @@
              → final drain read → cluster down → checker → results.json, report.html, junit.xml
 
 This module only wires parts; the parts hold the logic: kafka_chaos.cluster (the cluster), workloads (clients),
-faults (the nemesis), harness.observer (state samples), checker (analysis and verdicts), harness.report.
+faults (the nemesis), cluster.observer (state samples), checker (analysis and verdicts), report (the page).
 An interrupted run (Ctrl-C, SIGTERM, a crash) still removes its cluster, and keeps a history that
 `kafka-chaos check` reads (and marks incomplete).
 """
@@ -33,10 +33,10 @@ from kafka_chaos.faults import plan
 from kafka_chaos.faults.nemesis import ScheduledNemesis
 from kafka_chaos.faults.operations import Operator
 from kafka_chaos.harness.replay import write_resolved
-from kafka_chaos.harness.report import write_report
 from kafka_chaos.harness.scenario import Scenario, load_scenario, parse_scenario, to_toml
 from kafka_chaos.harness.testmap import Checker, Nemesis, RunContext, Workload
 from kafka_chaos.history import History
+from kafka_chaos.report import write_report
 from kafka_chaos.rundir import RunDir
 from kafka_chaos.workloads.queue import QueueWorkload
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kafka_chaos.harness.report import write_report
+from kafka_chaos.report import write_report
 from tests.unit.report.chromium import ChromiumResult, chromium_path, parse_console, render_in_chromium
 from tests.unit.report.fake_run import make_run
 

@@ -10,14 +10,8 @@ from pathlib import Path
 import pytest
 
 from kafka_chaos.errors import KafkaChaosError
-from kafka_chaos.harness.report import (
-    REPORT_FILE,
-    fault_bands,
-    load_run,
-    render_report,
-    scan_history,
-    write_report,
-)
+from kafka_chaos.report import REPORT_FILE, load_run, render_report, write_report
+from kafka_chaos.report.data import fault_bands, scan_history
 from tests.unit.report.fake_run import SEC, make_run
 
 

@@ -1,0 +1,537 @@
+"""The run on one time axis, as inline SVG: fault and operation bands over throughput, latency, unseen values,
+partition health and leader/ISR changes. The geometry (scales, ticks, label lanes) is in report.geometry."""
+
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafka_chaos.faults.registry import colour as registry_colour
+from kafka_chaos.report.data import (
+    BUCKET_NS,
+    FaultBand,
+    RunData,
+    StateChange,
+    esc,
+    instances_by_name,
+    short,
+)
+from kafka_chaos.report.geometry import consecutive_runs, fmt_num, label_lanes, nice_max, nice_step
+
+# -- the timeline (inline SVG) -------------------------------------------------------------------------------
+
+SVG_W = 1200
+X0 = 92
+X1 = SVG_W - 20
+OTHER_COLOR = "#7f7f7f"
+SERIES_COLORS = {
+    ("send", "ok"): "#2ca02c",
+    ("send", "fail"): "#d62728",
+    ("send", "info"): "#ff7f0e",
+    ("poll", "ok"): "#1f77b4",
+    ("poll", "fail"): "#e377c2",
+    ("poll", "info"): "#bcbd22",
+    ("txn", "ok"): "#17becf",
+    ("txn", "fail"): "#8c564b",
+    ("txn", "info"): "#7f7f7f",
+}
+KEY_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
+
+
+def _fault_color(f: str) -> str:
+    return registry_colour(f)
+
+
+
+
+
+
+
+
+class Svg:
+    """A growing list of SVG elements; every text goes through `esc`."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+
+    def add(self, s: str) -> None:
+        self.parts.append(s)
+
+    def text(
+        self,
+        x: float,
+        y: float,
+        s: str,
+        *,
+        cls: str = "",
+        anchor: str = "start",
+        title: str = "",
+        vertical: bool = False,
+    ) -> None:
+        t = f"<title>{esc(title)}</title>" if title else ""
+        c = f' class="{cls}"' if cls else ""
+        r = f' transform="rotate(-90 {x:.1f} {y:.1f})"' if vertical else ""
+        self.add(f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}"{c}{r}>{t}{esc(s)}</text>')
+
+    def line(
+        self,
+        x1: float,
+        y1: float,
+        x2: float,
+        y2: float,
+        stroke: str,
+        width: float = 1,
+        extra: str = "",
+        title: str = "",
+    ) -> None:
+        t = f"<title>{esc(title)}</title>" if title else ""
+        self.add(
+            f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" stroke="{stroke}" '
+            f'stroke-width="{width}"{extra}>{t}</line>'
+        )
+
+    def rect(
+        self, x: float, y: float, w: float, h: float, fill: str, extra: str = "", title: str = ""
+    ) -> None:
+        t = f"<title>{esc(title)}</title>" if title else ""
+        self.add(
+            f'<rect x="{x:.1f}" y="{y:.1f}" width="{max(w, 0):.1f}" height="{max(h, 0):.1f}" fill="{fill}"'
+            f"{extra}>{t}</rect>"
+        )
+
+    def polyline(
+        self,
+        pts: Sequence[tuple[float, float]],
+        stroke: str,
+        width: float = 1.5,
+        dash: str = "",
+        title: str = "",
+    ) -> None:
+        if not pts:
+            return
+        d = f' stroke-dasharray="{dash}"' if dash else ""
+        t = f"<title>{esc(title)}</title>" if title else ""
+        coords = " ".join(f"{x:.1f},{y:.1f}" for x, y in pts)
+        self.add(
+            f'<polyline points="{coords}" fill="none" stroke="{stroke}" stroke-width="{width}"{d}>'
+            f"{t}</polyline>"
+        )
+
+
+@dataclass
+class Panel:
+    title: str
+    height: float
+    draw: Callable[[Svg, float, float], None]
+    """draw(svg, top, height) of the plot area."""
+    legend: list[tuple[str, str, str]] = field(default_factory=list)
+    """(label, color, dash)."""
+
+
+PANEL_GAP = 34.0
+
+
+class Timeline:
+    """x scale shared by every panel."""
+
+    def __init__(self, duration_s: float) -> None:
+        self.duration = max(duration_s, 1.0)
+
+    def x(self, t_s: float) -> float:
+        return X0 + (X1 - X0) * min(max(t_s, 0.0), self.duration) / self.duration
+
+    def series_points(
+        self, values: Sequence[float], y: Callable[[float], float], offset: float = 0.5, bucket_s: float = 1.0
+    ) -> list[tuple[float, float]]:
+        return [(self.x(i * bucket_s + offset * bucket_s), y(v)) for i, v in enumerate(values)]
+
+
+def _y_axis(svg: Svg, top: float, h: float, ymax: float, label: str) -> Callable[[float], float]:
+    def y(v: float) -> float:
+        return top + h - h * min(max(v, 0.0), ymax) / ymax
+
+    step = nice_step(ymax, 3)
+    v = 0.0
+    while v <= ymax + 1e-9:
+        yy = y(v)
+        svg.line(X0, yy, X1, yy, "#e5e5e5")
+        svg.text(X0 - 6, yy + 3.5, fmt_num(v), cls="tick", anchor="end")
+        v += step
+    svg.text(24, top + h / 2, label, cls="axis", anchor="middle", vertical=True)
+    return y
+
+
+def _throughput_panel(data: RunData, tl: Timeline) -> Panel | None:
+    counts = data.history.counts
+    nb = int(data.duration_ns // BUCKET_NS) + 1
+    series: list[tuple[str, str, list[float], str]] = []
+    if counts:
+        fs = sorted(
+            {f for f, _, _ in counts if f in ("send", "poll", "txn")}, key=("send", "poll", "txn").index
+        )
+        for f in fs:
+            for typ in ("ok", "fail", "info"):
+                vals = [float(counts.get((f, typ, b), 0)) for b in range(nb)]
+                if any(vals) or typ == "ok":
+                    series.append(
+                        (
+                            f"{f} {typ}",
+                            SERIES_COLORS.get((f, typ), OTHER_COLOR),
+                            vals,
+                            "" if typ == "ok" else ("4 2" if typ == "fail" else "1 2"),
+                        )
+                    )
+    else:
+        stats = (data.results or {}).get("stats") or {}
+        tp = stats.get("throughput") if isinstance(stats, dict) else None
+        if isinstance(tp, dict):
+            for name, color in (("send_ok", "#2ca02c"), ("poll_ok", "#1f77b4")):
+                raw = tp.get(name)
+                if isinstance(raw, list):
+                    series.append((name.replace("_", " "), color, [float(v) for v in raw], ""))
+    if not series:
+        return None
+    ymax = nice_max(max(max(v) for _, _, v, _ in series))
+
+    def draw(svg: Svg, top: float, h: float) -> None:
+        y = _y_axis(svg, top, h, ymax, "ops/s")
+        for label, color, vals, dash in series:
+            svg.polyline(
+                tl.series_points(vals, y), color, 1.6 if not dash else 1.3, dash, title=label + " per second"
+            )
+
+    return Panel(
+        "Throughput: completed ops per second, by outcome",
+        130,
+        draw,
+        [(label, color, dash) for label, color, _, dash in series],
+    )
+
+
+def _percentile(sorted_vals: list[int], q: float) -> int:
+    k = max(0, min(len(sorted_vals) - 1, math.ceil(q * len(sorted_vals)) - 1))
+    return sorted_vals[k]
+
+
+def _latency_panel(data: RunData, tl: Timeline) -> Panel | None:
+    lat = data.history.latency
+    if not lat:
+        return None
+    p50: list[tuple[int, float]] = []
+    p99: list[tuple[int, float]] = []
+    mx: list[tuple[int, float]] = []
+    for sec in sorted(lat):
+        vals = sorted(lat[sec])
+        p50.append((sec, _percentile(vals, 0.5) / 1e6))
+        p99.append((sec, _percentile(vals, 0.99) / 1e6))
+        mx.append((sec, vals[-1] / 1e6))
+    lo_v = max(min(v for _, v in p50), 0.01)
+    hi_v = max(max(v for _, v in mx), lo_v * 10)
+    lo, hi = math.floor(math.log10(lo_v)), math.ceil(math.log10(hi_v))
+
+    def draw(svg: Svg, top: float, h: float) -> None:
+        def y(v: float) -> float:
+            lv = math.log10(max(v, 10.0**lo))
+            return top + h - h * (lv - lo) / (hi - lo)
+
+        for e in range(lo, hi + 1):
+            yy = y(10.0**e)
+            svg.line(X0, yy, X1, yy, "#e5e5e5")
+            svg.text(X0 - 6, yy + 3.5, fmt_num(10.0**e), cls="tick", anchor="end")
+        svg.text(24, top + h / 2, "ms (log scale)", cls="axis", anchor="middle", vertical=True)
+        for pts, color, dash, label in (
+            (mx, "#c7c7c7", "1 2", "max"),
+            (p99, "#d62728", "", "p99"),
+            (p50, "#1f77b4", "", "p50"),
+        ):
+            for run in consecutive_runs(pts):  # a second without sends is a gap, not a line across it
+                svg.polyline([(tl.x(s + 0.5), y(v)) for s, v in run], color, 1.5, dash,
+                             title=f"send latency {label}")
+
+    return Panel(
+        "Send latency per second (invoke → completion)",
+        110,
+        draw,
+        [("p50", "#1f77b4", ""), ("p99", "#d62728", ""), ("max", "#c7c7c7", "1 2")],
+    )
+
+
+def _unseen_panel(data: RunData, tl: Timeline) -> Panel:
+    stats = (data.results or {}).get("stats")
+    us = stats.get("unseen_series") if isinstance(stats, dict) else None
+    series: list[tuple[str, str, list[float], float]] = []
+    title = "Unseen: acknowledged values not read yet (total and the worst keys)"
+    bucket_s = 1.0
+    if isinstance(us, dict) and isinstance(us.get("total"), list):
+        bucket_s = float(us.get("bucket_ns") or BUCKET_NS) / 1e9
+        series.append(("total", "#111111", [float(v) for v in us["total"]], 2.0))
+        by_key = us.get("by_key")
+        if isinstance(by_key, dict):
+            top = sorted(
+                ((k, v) for k, v in by_key.items() if isinstance(v, list) and v),
+                key=lambda kv: -max(kv[1]),
+            )[: len(KEY_COLORS)]
+            for i, (k, v) in enumerate(top):
+                series.append((str(k), KEY_COLORS[i], [float(x) for x in v], 1.2))
+    else:
+        insts = instances_by_name(data.results).get("unseen", [])
+        times = sorted(t for inst in insts for t in (inst.get("times") or []) if isinstance(t, int))
+        if times:
+            title = "Unseen at the end, by ack time (no unseen series in results.json)"
+            nb = int(data.duration_ns // BUCKET_NS) + 1
+            cum = [0.0] * nb
+            for t in times:
+                cum[min(t // BUCKET_NS, nb - 1)] += 1
+            for j in range(1, nb):
+                cum[j] += cum[j - 1]
+            series.append(("total", "#111111", cum, 2.0))
+
+    if not series:
+        reason = (
+            "results.json missing"
+            if data.results is None
+            else "no unseen values"
+            if "unseen" not in (data.results.get("anomaly_counts") or {})
+            else "no unseen series"
+        )
+
+        def empty(svg: Svg, top: float, h: float) -> None:
+            svg.text(
+                (X0 + X1) / 2, top + h / 2 + 4, f"not available ({reason})", cls="muted", anchor="middle"
+            )
+
+        return Panel(title, 36, empty)
+
+    ymax = nice_max(max(max(v) if v else 0 for _, _, v, _ in series))
+
+    def draw(svg: Svg, top: float, h: float) -> None:
+        y = _y_axis(svg, top, h, ymax, "values")
+        for label, color, vals, width in reversed(series):
+            svg.polyline(
+                tl.series_points(vals, y, offset=1.0, bucket_s=bucket_s),
+                color,
+                width,
+                title=f"unseen {label}",
+            )
+
+    return Panel(title, 110, draw, [(label, color, "") for label, color, _, _ in series])
+
+
+MAX_STATE_ROWS = 24
+
+
+def _state_panel(data: RunData, tl: Timeline) -> Panel:
+    st = data.state
+    if not st.present:
+
+        def missing(svg: Svg, top: float, h: float) -> None:
+            svg.text(
+                (X0 + X1) / 2, top + h / 2 + 4, "not available (no state.jsonl)", cls="muted", anchor="middle"
+            )
+
+        return Panel("Leader / ISR changes", 36, missing)
+    outside = sum(1 for c in st.changes if not 0 <= c.time <= data.duration_ns * 1.05 + BUCKET_NS)
+    per_key = len(st.keys) <= MAX_STATE_ROWS
+    rows = [*(st.keys if per_key else ["all keys"])]
+    if any(c.kind == "controller" for c in st.changes):
+        rows.append("controller")
+    row_h = 18.0
+    height = max(row_h * len(rows), 24.0)
+
+    def row_of(c: StateChange) -> int:
+        if c.kind == "controller":
+            return len(rows) - 1
+        return rows.index(c.key) if per_key else 0
+
+    def draw(svg: Svg, top: float, h: float) -> None:
+        for i, name in enumerate(rows):
+            yy = top + i * row_h
+            svg.rect(X0, yy + 1, X1 - X0, row_h - 2, "#f6f6f6" if i % 2 == 0 else "#fbfbfb")
+            svg.text(X0 - 6, yy + row_h / 2 + 3.5, name, cls="tick", anchor="end")
+        if not st.changes:
+            svg.text(
+                (X0 + X1) / 2,
+                top + h / 2 + 4,
+                f"no changes in {st.samples} samples",
+                cls="muted",
+                anchor="middle",
+            )
+        for c in st.changes:
+            yy = top + row_of(c) * row_h
+            x = tl.x(c.time / 1e9)
+            if c.kind == "isr":
+                color, y1, y2, w = "#9a9a9a", yy + row_h / 2, yy + row_h - 2, 1.5
+                what = f"ISR {short(c.old)} → {short(c.new)}"
+            elif c.kind == "leader":
+                color = "#d62728" if c.new is None else "#1f3a93"
+                y1, y2, w = yy + 1, yy + row_h - 1, 2.0
+                epoch = f" (epoch {c.epoch})" if c.epoch is not None else ""
+                old = c.old if c.old is not None else "none"
+                what = f"leader {old} → {c.new if c.new is not None else 'none'}{epoch}"
+            else:
+                color, y1, y2, w = "#9467bd", yy + 1, yy + row_h - 1, 2.0
+                what = f"controller {c.old} → {c.new}"
+            svg.line(x, y1, x, y2, color, w, title=f"t={c.time / 1e9:.3f}s {c.key}: {what}")
+
+    return Panel(
+        f"Leader / ISR changes from state.jsonl ({st.samples} samples, {len(st.keys)} keys)"
+        + (f" — {outside} outside the run's time range" if outside else ""),
+        height,
+        draw,
+        [
+            ("leader change", "#1f3a93", ""),
+            ("no leader", "#d62728", ""),
+            ("ISR change", "#9a9a9a", ""),
+            ("controller", "#9467bd", ""),
+        ],
+    )
+
+
+MAX_MARKS = 2000
+
+
+def instance_time(inst: dict[str, Any]) -> int | None:
+    for k in ("times", "invoke_time", "time", "first_time"):
+        v = inst.get(k)
+        if isinstance(v, list):
+            v = next((t for t in v if isinstance(t, int)), None)
+        if isinstance(v, int) and not isinstance(v, bool):
+            return v
+    return None
+
+
+def _anomaly_panel(data: RunData, tl: Timeline) -> Panel | None:
+    """One marker per anomaly instance, at the time of its first op: red for violations."""
+    marks: list[tuple[int, str, str, bool]] = []
+    for name, insts in instances_by_name(data.results).items():
+        for inst in insts:
+            t = instance_time(inst)
+            if t is not None:
+                marks.append((t, name, str(inst.get("key", "")), inst.get("verdict") == "violation"))
+    if not marks:
+        return None
+    marks.sort(key=lambda m: (m[3], m[0]))  # violations drawn last, on top
+    if len(marks) > MAX_MARKS:
+        marks = marks[-MAX_MARKS:]
+
+    def draw(svg: Svg, top: float, h: float) -> None:
+        svg.rect(X0, top + 1, X1 - X0, h - 2, "#f6f6f6")
+        for t, name, key, violation in marks:
+            x = tl.x(t / 1e9)
+            color = "#b3261e" if violation else "#8a9aa5"
+            verdict = "violation" if violation else "permitted"
+            tip = esc(f"t={t / 1e9:.3f}s {name} {key}: {verdict}")
+            y0, y1 = top + 3, top + h - 3
+            svg.add(
+                f'<path d="M{x - 5:.1f},{y0:.1f} L{x + 5:.1f},{y0:.1f} L{x:.1f},{y1:.1f} Z" '
+                f'fill="{color}" fill-opacity="0.85"><title>{tip}</title></path>'
+            )
+
+    return Panel(
+        "Anomaly instances, at their first op",
+        18,
+        draw,
+        [("violation", "#b3261e", ""), ("permitted", "#8a9aa5", "")],
+    )
+
+
+def _label_lanes(bands: list[FaultBand], tl: Timeline) -> list[int]:
+    """A label lane per band, so that labels do not overlap (at most 6 lanes)."""
+    return label_lanes([tl.x(b.start / 1e9) for b in bands], [7.0 * len(_band_label(b)) + 10 for b in bands])
+
+
+def _band_label(b: FaultBand) -> str:
+    return f"{b.f} {b.target}".strip()
+
+
+def timeline_svg(data: RunData) -> str:
+    """The run on one time axis: fault bands over throughput, latency, unseen and leader/ISR panels."""
+    duration_s = data.duration_ns / 1e9
+    tl = Timeline(duration_s)
+    panels = [p for p in (_throughput_panel(data, tl), _latency_panel(data, tl)) if p is not None]
+    panels += [_unseen_panel(data, tl), _state_panel(data, tl)]
+    marks = _anomaly_panel(data, tl)
+    if marks is not None:
+        panels.append(marks)
+    lanes = _label_lanes(data.faults, tl)
+    lane_h = 18.0
+    n_lanes = (max(lanes) + 1) if lanes else 1
+    svg = Svg()
+    y = 8.0
+    svg.text(X0, y + 10, "Faults" if data.faults else "Faults: none recorded", cls="ptitle")
+    fault_top = y + 16
+    y = fault_top + n_lanes * lane_h + 6
+    layout: list[tuple[Panel, float]] = []
+    for p in panels:
+        layout.append((p, y + 18))
+        y += 18 + p.height + PANEL_GAP
+    plot_bottom = y - PANEL_GAP + 4
+    axis_y = plot_bottom + 4
+    total_h = axis_y + 30
+
+    # fault bands behind everything
+    for b, lane in zip(data.faults, lanes, strict=True):
+        x1 = tl.x(b.start / 1e9)
+        x2 = tl.x((b.end if b.end is not None else data.duration_ns) / 1e9)
+        color = _fault_color(b.f)
+        healed = f"healed by {b.heal} at {b.end / 1e9:.3f}s" if b.end is not None else "never healed"
+        tip = (
+            f"{_band_label(b)}: {b.start / 1e9:.3f}s → {healed} (history #{b.index}); "
+            f"value {short(b.value, 120)}" + (f"; error {short(b.error, 120)}" if b.error else "")
+        )
+        svg.rect(
+            x1,
+            fault_top,
+            max(x2 - x1, 2.0),
+            plot_bottom - fault_top,
+            color,
+            ' fill-opacity="0.12"'
+            + ("" if b.end is not None else ' stroke="' + color + '" stroke-dasharray="4 3"'),
+            title=tip,
+        )
+        ly = fault_top + lane * lane_h
+        label = _band_label(b)
+        svg.rect(x1, ly + 1, max(x2 - x1, 2.0), lane_h - 3, color, ' fill-opacity="0.35"', title=tip)
+        svg.text(
+            x1 + 3,
+            ly + lane_h - 6,
+            label + ("" if b.end is not None else " (not healed)"),
+            cls="flabel",
+            title=tip,
+        )
+
+    for p, top in layout:
+        svg.text(X0, top - 7, p.title, cls="ptitle")
+        widths = [34 + 6.4 * len(label) for label, _, _ in p.legend]
+        lx = max(X1 - sum(widths), X0 + 7.4 * len(p.title) + 16)
+        for (label, color, dash), w in zip(p.legend, widths, strict=True):
+            d = f' stroke-dasharray="{dash}"' if dash else ""
+            svg.add(
+                f'<line x1="{lx:.1f}" y1="{top - 10:.1f}" x2="{lx + 18:.1f}" y2="{top - 10:.1f}" '
+                f'stroke="{color}" stroke-width="2.5"{d}/>'
+            )
+            svg.text(lx + 22, top - 6.5, label, cls="legend")
+            lx += w
+        p.draw(svg, top, p.height)
+        svg.line(X0, top + p.height, X1, top + p.height, "#999")
+
+    # time axis
+    step = nice_step(tl.duration, 12)
+    t = 0.0
+    while t <= tl.duration + 1e-9:
+        x = tl.x(t)
+        svg.line(x, fault_top, x, plot_bottom, "#000", 0.5, ' stroke-opacity="0.08"')
+        svg.line(x, axis_y, x, axis_y + 5, "#555")
+        svg.text(x, axis_y + 17, f"{t:g}s", cls="tick", anchor="middle")
+        t += step
+    svg.line(X0, axis_y, X1, axis_y, "#555")
+    return (
+        f'<svg class="timeline" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {SVG_W} {total_h:.0f}" '
+        f'width="{SVG_W}" height="{total_h:.0f}" role="img" aria-label="run timeline">'
+        + "".join(svg.parts)
+        + "</svg>"
+    )
+
+
+# -- the page ------------------------------------------------------------------------------------------------

@@ -1,0 +1,78 @@
+"""The report package: geometry as pure functions, templates that escape, and the sections added with issue 11
+(feature levels, faults active at an anomaly, health and availability when the results carry them)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from kafka_chaos.report import render_report
+from kafka_chaos.report.geometry import consecutive_runs, fmt_num, label_lanes, nice_max, nice_step
+from kafka_chaos.report.view import elr_label
+from tests.unit.report.fake_run import make_run
+
+
+def test_nice_steps_and_limits() -> None:
+    assert nice_step(100) == 20.0 and nice_step(7, 7) == 1.0 and nice_step(0) == 1.0
+    assert nice_max(83) == 100.0 and nice_max(0) == 1.0
+    assert fmt_num(25_000) == "25k" and fmt_num(1500) == "1.5k" and fmt_num(12) == "12"
+
+
+def test_labels_take_the_first_free_lane() -> None:
+    # three labels 100 px wide at x = 0, 50, 120: the second overlaps the first, the third fits after the first
+    assert label_lanes([0, 50, 120], [100, 100, 100]) == [0, 1, 0]
+    assert label_lanes([0, 1, 2], [10, 10, 10], max_lanes=2) == [0, 1, 0]  # out of lanes: the first to free
+
+
+def test_series_are_cut_where_a_bucket_is_missing() -> None:
+    points = [(0, 1.0), (1, 2.0), (4, 3.0), (5, 1.0), (7, 0.5)]
+    assert consecutive_runs(points) == [[(0, 1.0), (1, 2.0)], [(4, 3.0), (5, 1.0)], [(7, 0.5)]]
+    assert consecutive_runs([]) == []
+
+
+def test_elr_shows_the_versions_default_when_not_set() -> None:
+    assert elr_label({"cluster": {"kafka_version": "4.3.1"}}) == "ELR on (Kafka 4.3.1's default)"
+    assert elr_label({"cluster": {"kafka_version": "4.0.1"}}) == "ELR off (Kafka 4.0.1's default)"
+    assert elr_label({"cluster": {"kafka_version": "4.0.1", "elr": True}}) == "ELR on"
+
+
+def _results(run_dir: Path) -> dict:
+    return json.loads((run_dir / "results.json").read_text())
+
+
+def test_text_from_the_run_is_escaped(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "run")
+    results = _results(run.run_dir)
+    results["violations"][0]["reason"] = "<script>alert(1)</script>"
+    results["anomalies"]["lost-write"][0]["reason"] = "<script>alert(1)</script>"
+    (run.run_dir / "results.json").write_text(json.dumps(results))
+    page = render_report(run.run_dir)
+    assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+
+
+def test_anomaly_rows_name_the_faults_active_then(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "run")
+    page = render_report(run.run_dir)
+    row = page[page.index('data-anomaly="lost-write"'):]
+    row = row[: row.index("</table>")]
+    assert 'class="faults-then"' in row and "kill" in row  # the lost write happened during the kill of node 2
+
+
+def test_health_and_availability_sections_when_present(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "run")
+    page = render_report(run.run_dir)
+    assert 'id="health"' not in page and 'id="availability"' not in page
+    results = _results(run.run_dir)
+    results["health"] = {"min_insync_replicas": 2, "under_replicated_s": 4.5, "under_min_isr_s": 1.25,
+                         "offline_s": 0.0, "controllers": [1, 3], "series": []}
+    results["availability"] = {"share": 0.8, "windows": [
+        {"key": "chaos/0", "kind": "send", "start_s": 10.0, "end_s": 16.5, "duration_s": 6.5, "faults": ["kill"],
+         "predicted_s": 4.0, "finding": "unavailable-longer-than-expected", "causes": ["no leader until 16.2 s"]}]}
+    (run.run_dir / "results.json").write_text(json.dumps(results))
+    page = render_report(run.run_dir)
+    health = page[page.index('id="health"'):]
+    assert "1.25 s" in health[:600] and "1, 3" in health[:600]
+    windows = page[page.index('id="availability-windows"'):]
+    windows = windows[: windows.index("</table>")]
+    assert "unavailable-longer-than-expected" in windows and "no leader until 16.2 s" in windows and "6.5" in windows
+    assert "80.0%" in page
