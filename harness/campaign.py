@@ -22,11 +22,9 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import os
 import time
 import tomllib
 from dataclasses import dataclass
-from html import escape
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +35,8 @@ from kafka_chaos.cluster import ClusterPool, spec_key
 from kafka_chaos.errors import ScenarioError
 from kafka_chaos.harness.run import cluster_spec, resolve_scenario, run_scenario
 from kafka_chaos.harness.scenario import Scenario
+from kafka_chaos.report import junit
+from kafka_chaos.report.campaign import render_index
 from kafka_chaos.rundir import JUNIT_FILE, RunDir
 
 
@@ -229,71 +229,8 @@ def _write_outputs(campaign: Campaign, cdir: Path, done: dict[str, dict[str, Any
 
 
 def _write_junit(cdir: Path, runs: list[dict[str, Any]]) -> None:
-    from xml.sax.saxutils import escape as xesc
-    from xml.sax.saxutils import quoteattr
-
-    cases = []
-    for r in runs:
-        if r["status"] != "done":
-            cases.append(f'<testcase classname="kafka-chaos.campaign" name={quoteattr(r["label"])}>'
-                         '<skipped message="not run yet"/></testcase>')
-            continue
-        body = ""
-        if not r["passed"]:
-            body = (f'<failure message={quoteattr(str(r["n_violations"]) + " violations")}>'
-                    f"{xesc(chr(10).join(r['violations']))}</failure>")
-        cases.append(f'<testcase classname="kafka-chaos.campaign" name={quoteattr(r["label"])}>{body}</testcase>')
-    failures = sum(1 for r in runs if r["status"] == "done" and not r["passed"])
-    (cdir / JUNIT_FILE).write_text(
-        '<?xml version="1.0" encoding="utf-8"?>\n'
-        f'<testsuite name="kafka-chaos campaign" tests="{len(runs)}" failures="{failures}">{"".join(cases)}'
-        "</testsuite>\n"
-    )
-
-
-def _yes_no(v: Any) -> str:
-    return "—" if v is None else ("yes" if v else "no")
-
-
-def _shrink_link(r: dict[str, Any], cdir: Path) -> str:
-    if not r.get("shrink"):
-        return ""
-    link = os.path.relpath(r["shrink"], cdir.resolve())
-    return f' · <a href="{escape(link)}">shrink</a> (reproduced {escape(r.get("shrink_reproduced", "?"))})'
-
-
-def render_index(summary: dict[str, Any], cdir: Path) -> str:
-    rows = []
-    for r in summary["runs"]:
-        if r["status"] != "done":
-            rows.append(f"<tr class=pending><td>{r['index']}</td><td>{escape(r['label'])}</td>"
-                        "<td colspan=7>pending</td></tr>")
-            continue
-        link = os.path.relpath(RunDir(Path(r["run_dir"])).report, cdir.resolve())
-        pred, meas = r.get("prediction") or {}, r.get("measured") or {}
-        counts = ", ".join(f"{k}: {v}" for k, v in sorted(r["anomaly_counts"].items())) or "none"
-        mismatch = pred and meas.get("lost") and not pred.get("loss_possible")
-        verdict = "PASS" if r["passed"] else "FAIL"
-        rows.append(
-            f"<tr class={'pass' if r['passed'] else 'fail'}><td>{r['index']}</td><td>{escape(r['label'])}</td>"
-            f"<td>{escape(r['config'])}</td><td class=verdict>{verdict}</td><td>{escape(counts)}</td>"
-            f"<td>{_yes_no(pred.get('loss_possible'))} / {_yes_no(pred.get('writes_available'))}</td>"
-            f"<td{' class=mismatch' if mismatch else ''}>{_yes_no(meas.get('lost'))} / "
-            f"{_yes_no(meas.get('writes_available_during_fault'))}</td>"
-            f"<td>{'complete' if r['complete'] else 'incomplete'}</td>"
-            f"<td><a href=\"{escape(str(link))}\">report</a>{_shrink_link(r, cdir)}</td></tr>"
-        )
-    return f"""<!doctype html><html><head><meta charset="utf-8"><title>{escape(summary['campaign'])}</title>
-<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;
-padding:4px 8px;font-size:13px}}tr.fail .verdict{{background:#f8d0d0}}tr.pass .verdict{{background:#d0f0d0}}
-.mismatch{{background:#ffe08a}}tr.pending{{color:#888}}</style></head><body>
-<h1>Campaign {escape(summary['campaign'])}</h1>
-<p>{summary['done']} of {summary['total']} runs done, {summary['failed']} failed. Campaign id
-<code>{escape(summary['campaign_id'])}</code>. Files: <a href="summary.json">summary.json</a>,
-<a href="junit.xml">junit.xml</a>.</p>
-<p>Model columns: <b>acknowledged data can be lost / writes available during the fault</b>, predicted by the
-reference model and measured (lost = a lost-write, or an acknowledged value unseen after a complete drain;
-available = an acknowledged send more than 5 s into a fault window).</p>
-<table><tr><th>#</th><th>run</th><th>configuration</th><th>verdict</th><th>anomalies</th>
-<th>model: lost / available</th><th>measured: lost / available</th><th>drain</th><th></th></tr>
-{''.join(rows)}</table></body></html>"""
+    cases = [junit.Case(r["label"], "kafka-chaos.campaign", skipped="not run yet") if r["status"] != "done" else
+             junit.Case(r["label"], "kafka-chaos.campaign",
+                        None if r["passed"] else "\n".join(r["violations"]), f"{r.get('n_violations', 0)} violations")
+             for r in runs]
+    junit.write_junit(cdir / JUNIT_FILE, "kafka-chaos campaign", cases)

@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from xml.sax.saxutils import escape, quoteattr
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
@@ -36,7 +35,7 @@ from kafka_chaos.harness.replay import write_resolved
 from kafka_chaos.harness.scenario import Scenario, load_scenario, parse_scenario, to_toml
 from kafka_chaos.harness.testmap import Checker, Nemesis, RunContext, Workload
 from kafka_chaos.history import History
-from kafka_chaos.report import write_report
+from kafka_chaos.report import junit, write_report
 from kafka_chaos.rundir import RunDir
 from kafka_chaos.workloads.queue import QueueWorkload
 
@@ -228,18 +227,8 @@ def check_run_dir(run_dir: Path, console: Console | None = None, checkers: Seque
 
 def write_junit(run_dir: Path, results: dict[str, Any]) -> Path:
     """One test case per run; its failure text lists the violations."""
-    name = run_dir.name
     violations = results.get("violations", [])
-    body = ""
-    if violations:
-        lines = [f"{v.get('name', '?')} {v.get('key', '')}: {v.get('reason', '')}" for v in violations[:200]]
-        body = (f'<failure message={quoteattr(f"{len(violations)} violations")}>'
-                f"{escape(chr(10).join(lines))}</failure>")
-    xml = (
-        '<?xml version="1.0" encoding="utf-8"?>\n'
-        f'<testsuite name="kafka-chaos" tests="1" failures="{1 if violations else 0}">'
-        f'<testcase classname="kafka-chaos.run" name={quoteattr(name)}>{body}</testcase></testsuite>\n'
-    )
-    path = RunDir(run_dir).junit
-    path.write_text(xml)
-    return path
+    failure = "\n".join(f"{v.get('name', '?')} {v.get('key', '')}: {v.get('reason', '')}"
+                        for v in violations[:200]) if violations else None
+    return junit.write_junit(RunDir(run_dir).junit, "kafka-chaos", [
+        junit.Case(run_dir.name, "kafka-chaos.run", failure, f"{len(violations)} violations")])

@@ -76,3 +76,38 @@ def test_health_and_availability_sections_when_present(tmp_path: Path) -> None:
     windows = windows[: windows.index("</table>")]
     assert "unavailable-longer-than-expected" in windows and "no leader until 16.2 s" in windows and "6.5" in windows
     assert "80.0%" in page
+
+
+def test_campaign_matrix_marks_a_configuration_violating_if_any_seed_did(tmp_path: Path) -> None:
+    from kafka_chaos.report.campaign import matrix, render_index
+
+    def run(i: int, acks: str, faults: str, passed: bool | None) -> dict:
+        done = passed is not None
+        return {"index": i, "label": f"r{i}", "axes": {"workload.acks": acks}, "fault_set": faults,
+                "status": "done" if done else "pending", "passed": passed, "anomaly_counts": {}, "complete": True,
+                "run_dir": str(tmp_path / f"r{i}"), "config": f"acks={acks}"}
+
+    runs = [run(0, "1", "leader-kill", True), run(1, "1", "leader-kill", False), run(2, "all", "leader-kill", True),
+            run(3, "all", "isolation", None)]
+    m = matrix(runs)
+    assert m["columns"] == ["leader-kill", "isolation"]
+    assert m["cells"][("workload.acks=1", "leader-kill")] == "violation"  # one seed of two violated
+    assert m["cells"][("workload.acks=all", "leader-kill")] == "pass"
+    assert m["cells"][("workload.acks=all", "isolation")] == "pending"
+    page = render_index({"campaign": "c", "campaign_id": "c-1", "done": 3, "total": 4, "failed": 1, "runs": runs},
+                        tmp_path)
+    first = page[page.index('id="runs-by-verdict"'):]
+    assert first.index(">r1<") < first.index(">r0<")  # failures first
+    assert page.count('class="cell violation"') == 1 and page.count('class="cell pass"') == 1
+
+
+def test_junit_escapes_and_counts(tmp_path: Path) -> None:
+    import xml.etree.ElementTree as ET
+
+    from kafka_chaos.report.junit import Case, write_junit
+
+    path = write_junit(tmp_path / "junit.xml", "s", [Case("a<b", "c", failure="lost & <found>", failure_message="1"),
+                                                     Case("ok", "c"), Case("later", "c", skipped="not run")])
+    root = ET.parse(path).getroot()
+    assert (root.get("tests"), root.get("failures"), root.get("skipped")) == ("3", "1", "1")
+    assert root[0].get("name") == "a<b" and root[0][0].text == "lost & <found>"
