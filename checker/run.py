@@ -13,6 +13,7 @@ from typing import Any
 from kafka_chaos.checker.analysis import analyse, json_default
 from kafka_chaos.checker.faults import faults_from_history
 from kafka_chaos.checker.health import health_summary
+from kafka_chaos.checker.results import results_dict
 from kafka_chaos.checker.tables import history_to_tables, read_state_samples, write_tables
 from kafka_chaos.errors import HistoryError
 from kafka_chaos.rundir import HISTORY_FILE, RESULTS_FILE
@@ -63,7 +64,8 @@ def check_run(run_dir: Path, *, write: bool = True, config: Any = None) -> dict[
 
 
 def write_results(run_dir: Path, result: dict[str, Any]) -> None:
-    """results.json, replaced in one step so a reader never sees half of it."""
+    """results.json (checked against RunResults), replaced in one step so a reader never sees half of it."""
+    result = results_dict(result)
     try:
         tmp = run_dir / (RESULTS_FILE + ".tmp")
         with tmp.open("w") as fh:

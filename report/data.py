@@ -15,6 +15,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from pydantic import ValidationError
+
+from kafka_chaos.checker.results import RunResults
 from kafka_chaos.errors import KafkaChaosError
 from kafka_chaos.rundir import HISTORY_FILE, LOGS_DIR, RESULTS_FILE, SCENARIO_FILE, STATE_FILE
 
@@ -411,6 +414,20 @@ class RunData:
         return max(d, self.state.end_time)
 
 
+def _read_results(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """results.json through its model (checker.results.RunResults): a file that does not fit is reported as
+    unreadable, with pydantic's first complaint, rather than drawn from guesses."""
+    raw, error = _read_json(path)
+    if raw is None:
+        return None, error
+    try:
+        return RunResults.model_validate(raw).to_json_dict(), None
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(x) for x in first["loc"])
+        return None, f"{path.name} does not fit the results model at {where}: {first['msg']}"
+
+
 def _read_json(path: Path) -> tuple[dict[str, Any] | None, str | None]:
     if not path.is_file():
         return None, None
@@ -466,7 +483,7 @@ def load_run(run_dir: Path, *, max_instances: int = DEFAULT_MAX_INSTANCES) -> Ru
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise KafkaChaosError(f"no run directory at {run_dir}: pass a results/<run>/ directory")
-    results, results_error = _read_json(run_dir / RESULTS_FILE)
+    results, results_error = _read_results(run_dir / RESULTS_FILE)
     history = scan_history(run_dir / HISTORY_FILE, _cited_ops(results, max_instances))
     state = scan_state(run_dir / STATE_FILE)
 

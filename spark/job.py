@@ -54,6 +54,7 @@ if __name__ == "__main__" and not __package__:
     sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _here]
     sys.path.insert(0, str(_here.parent))
 
+from kafka_chaos.checker.results import results_dict
 from kafka_chaos.checker.schema import ANOMALIES_BAD_BY_DEFAULT
 from kafka_chaos.errors import SparkReconcileError
 from kafka_chaos.rundir import RECONCILE_FILE, RESULTS_FILE
@@ -355,7 +356,7 @@ def _assemble(rows: list[dict[str, Any]], cap: int, runs: list[str] | None = Non
         "values_read": totals["values_read"],
         "unseen_values": totals["unseen"],
     }
-    return {
+    return results_dict({
         "valid": not any(ANOMALIES_BAD_BY_DEFAULT.get(kind, True) for kind in counts),
         "complete": True,
         "anomaly_counts": counts,
@@ -364,7 +365,7 @@ def _assemble(rows: list[dict[str, Any]], cap: int, runs: list[str] | None = Non
         "stats": stats,
         "keys": keys,
         "runs": per_run_counts,
-    }
+    })
 
 
 def _order(instance: dict[str, Any]) -> tuple[str, int, int]:

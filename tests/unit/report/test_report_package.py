@@ -111,3 +111,25 @@ def test_junit_escapes_and_counts(tmp_path: Path) -> None:
     root = ET.parse(path).getroot()
     assert (root.get("tests"), root.get("failures"), root.get("skipped")) == ("3", "1", "1")
     assert root[0].get("name") == "a<b" and root[0][0].text == "lost & <found>"
+
+
+def test_results_that_do_not_fit_the_model_are_reported_not_guessed(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "run")
+    results = _results(run.run_dir)
+    results["anomaly_counts"] = {"lost-write": "many"}
+    (run.run_dir / "results.json").write_text(json.dumps(results))
+    page = render_report(run.run_dir)
+    assert "NOT CHECKED" in page and "results.json does not fit the results model at anomaly_counts.lost-write" in page
+
+
+def test_checker_and_spark_results_fit_one_model() -> None:
+    from kafka_chaos.checker.results import RunResults, results_dict
+
+    checker_like = {"valid": False, "complete": True, "anomaly_counts": {"lost-write": 1},
+                    "anomalies": {"lost-write": [{"key": "t/0", "value": 3, "ops": [1, 9], "verdict": "permitted",
+                                                  "reason": "acks=1", "times": [5, 9]}]},
+                    "violations": [], "stats": {}, "faults": {"windows": []}}
+    out = results_dict(checker_like)
+    assert out["anomalies"]["lost-write"][0]["times"] == [5, 9]  # a kind's own fields are kept
+    assert "health" not in out and "availability" not in out  # absent sections stay absent
+    assert RunResults.model_validate(out).count("lost-write") == 1
