@@ -102,6 +102,7 @@ def analyse(
     ok_poll_times: I64 | None = None,
     state_samples: list[dict[str, Any]] | None = None,
     judge: Judge | None = None,
+    drain_start: int | None = None,
 ) -> Analysis:
     """Check a run's sends and polls tables.
 
@@ -116,7 +117,8 @@ def analyse(
     `judge`: the verdict function; by default `reference_model.verdicts.judge` if it exists.
     """
     found, ctx = find_anomalies(sends, polls, subscribe_processes=subscribe_processes)
-    stats = run_stats(ctx, end_time=end_time, op_counts=op_counts, ok_poll_times=ok_poll_times)
+    stats = run_stats(ctx, end_time=end_time, op_counts=op_counts, ok_poll_times=ok_poll_times,
+                      drain_start=drain_start)
     stats["unseen_series"] = unseen_series(ctx, end_time=stats["duration_ns"])
     if faults is None:
         faults = FaultSummary(windows=(), end_time=int(stats["duration_ns"]))

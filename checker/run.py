@@ -46,6 +46,7 @@ def check_run(run_dir: Path, *, write: bool = True, config: Any = None) -> dict[
         op_counts=meta.op_counts,
         ok_poll_times=meta.ok_poll_times,
         state_samples=samples,
+        drain_start=meta.drain_start,
     )
     result = analysis.to_dict()
     result["run"] = meta.to_dict()

@@ -57,7 +57,7 @@ def longest_gap(times: I64, end_time: int) -> dict[str, int]:
     return {"start": int(edges[i]), "end": int(edges[i + 1]), "ns": int(gaps[i])}
 
 
-def realtime_lag(ctx: Context) -> dict[str, Any]:
+def realtime_lag(ctx: Context, until: int | None = None) -> dict[str, Any]:
     """How far behind the log's end consumers were (Jepsen's `realtime-lag`, summarised).
 
     For every key and offset o, `expired[o]` is the earliest time at which some op proved an offset ≥ o
@@ -66,6 +66,9 @@ def realtime_lag(ctx: Context) -> dict[str, Any]:
     offset o of a key (the highest so far) is, at time t, at least `t - expired[o + 1]` behind (0 if nothing
     past o was known yet). Computed at each ok poll's completion, for the keys it read (Jepsen uses the
     poll's invoke time, which the tables do not hold, and also reports assigned keys that returned nothing).
+
+    Polls completed at or after `until` (the final drain's start) are left out: the drain reads the whole log
+    once the faults are healed, and its reads say how long the run lasted, not how far consumers lagged.
 
     Returns `max_ns`, `mean_ns`, `p50_ns`, `p99_ns`, `samples`, and `worst` {time, process, key, lag_ns}.
     """
@@ -101,6 +104,11 @@ def realtime_lag(ctx: Context) -> dict[str, Any]:
         found = pos < hi
         expired[sel[found]] = expired_at[pos[found]]
     lag = np.where(expired >= 0, np.maximum(g_time - expired, 0), 0).astype(np.int64)
+    if until is not None:
+        before = g_time < until
+        lag, g_time, g_proc, g_key = lag[before], g_time[before], g_proc[before], g_key[before]
+        if not len(lag):
+            return empty
     w = int(np.argmax(lag))
     return {
         "samples": len(lag),
@@ -123,6 +131,7 @@ def run_stats(
     end_time: int | None = None,
     op_counts: dict[str, dict[str, int]] | None = None,
     ok_poll_times: I64 | None = None,
+    drain_start: int | None = None,
 ) -> dict[str, Any]:
     """Everything the report shows besides anomalies."""
     s, p = ctx.sends, ctx.polls
@@ -155,5 +164,5 @@ def run_stats(
             "send_ok": longest_gap(ok_send_t, end_time),
             "poll_ok": longest_gap(poll_t, end_time),
         },
-        "realtime_lag": realtime_lag(ctx),
+        "realtime_lag": realtime_lag(ctx, until=drain_start),
     }

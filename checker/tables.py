@@ -108,6 +108,8 @@ class HistoryMeta:
     also under `unfinished`."""
     ok_poll_times: npt.NDArray[np.int64] = field(repr=False)
     """Completion times of every ok op that polled, including polls that returned nothing."""
+    drain_start: int | None = None
+    """When the final read began (the harness's `drain-start`): consumer lag is measured before it."""
     ignored: int = 0
     """Events from unknown processes, or with an unknown f, that were skipped."""
     dropped_records: int = 0
@@ -117,6 +119,7 @@ class HistoryMeta:
         return {
             "complete": self.complete,
             "drain_complete": self.drain_complete,
+            "drain_start": self.drain_start,
             "truncated": self.truncated,
             "events": self.events,
             "end_time": self.end_time,
@@ -288,6 +291,7 @@ def _parse(lines: Iterable[bytes], *, source: str) -> HistoryTables:
     nemesis: list[NemesisEvent] = []
     run_start: dict[str, Any] | None = None
     drain: bool | None = None
+    drain_start: int | None = None
     ignored = dropped = blank = lineno = t = 0
     send_types: list[str] = []
     send_type = send_types.append
@@ -399,6 +403,8 @@ def _parse(lines: Iterable[bytes], *, source: str) -> HistoryTables:
                 f = o.get("f")
                 if f == "drain-complete":
                     drain = o.get("value") is True
+                elif f == "drain-start":
+                    drain_start = t
                 elif f == "run-start":
                     v = o.get("value")
                     run_start = v if isinstance(v, dict) else {"value": v}
@@ -440,6 +446,7 @@ def _parse(lines: Iterable[bytes], *, source: str) -> HistoryTables:
     meta = HistoryMeta(
         complete=drain is True and not truncated,
         drain_complete=drain,
+        drain_start=drain_start,
         truncated=truncated,
         events=lineno - blank - (1 if truncated else 0),
         end_time=max([t, *(inv["time"] for inv in pending.values())]),

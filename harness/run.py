@@ -199,6 +199,7 @@ def _execute(ctx: RunContext, workloads: list[Workload], nemeses: list[Nemesis])
                 workload.stop(ctx, interrupted=interrupted)
             if interrupted:
                 observer.stop()
+    history.record("harness", "info", "drain-start", None)  # consumer lag is measured before it
     with ctx.console.status("final read…"):
         reads = [workload.final_read(ctx) for workload in workloads]
     history.record("harness", "info", "drain-complete", all(r.get("complete", True) for r in reads if r))

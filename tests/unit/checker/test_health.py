@@ -38,3 +38,23 @@ def test_seconds_under_min_isr_and_offline_hold_until_the_next_sample() -> None:
 
 def test_no_samples_no_health() -> None:
     assert health_summary([], 2) is None and health_summary(None, 2) is None
+
+
+def test_consumer_lag_leaves_out_the_final_drain(tmp_path) -> None:
+    """The drain reads the whole log at the end: its reads measure the run's length, not consumer lag."""
+    from kafka_chaos.checker import check_run
+    from tests.unit.checker.checker_histories import History, K
+
+    h = History()
+    h.send(0, K, 1, 0)
+    h.poll(1, {K: [(0, 1)]})  # a consumer keeping up
+    h.send(0, K, 2, 1)
+    h.time += 30 * S  # a long run with nothing read
+    h.event("harness", "info", "drain-start", None)
+    h.poll(2, {K: [(0, 1)]})  # the drain's first poll: 30 s behind the acknowledged offset 1
+    h.poll(2, {K: [(1, 2)]})
+    h.drain()
+    results = check_run(h.write(tmp_path / "run"))
+    lag = results["stats"]["realtime_lag"]
+    assert lag["max_ns"] < S, lag  # without the drain-start cut it would be ~30 s
+    assert results["run"]["drain_start"] is not None
