@@ -78,6 +78,8 @@ class HistoryScan:
     cut_last_line: bool = False
     run_start: dict[str, Any] | None = None
     drain_complete: bool | None = None
+    drain_start: int | None = None
+    """When the final read began (the harness's `drain-start`)."""
     nemesis: list[dict[str, Any]] = field(default_factory=list)
     counts: Counter[tuple[str, str, int]] = field(default_factory=Counter)
     """(f, type, second) → completed client ops."""
@@ -186,6 +188,8 @@ def scan_history(path: Path, wanted: Iterable[int] = ()) -> HistoryScan:
                     scan.run_start = ev["value"]
                 elif f == "drain-complete":
                     scan.drain_complete = ev.get("value") is True
+                elif f == "drain-start" and isinstance(ev.get("time"), int):
+                    scan.drain_start = ev["time"]
             elif idx in want:
                 scan.lines[idx] = _op_line(ev, idx, lineno, line)
     for inv in pending.values():

@@ -470,6 +470,15 @@ def timeline_svg(data: RunData) -> str:
     axis_y = plot_bottom + 4
     total_h = axis_y + 30
 
+    # the final drain: its own band, so its reads are not taken for the workload's
+    if data.history.drain_start is not None:
+        x1 = tl.x(data.history.drain_start / 1e9)
+        tip = (f"final drain: every partition read from the start to its end, from "
+               f"{data.history.drain_start / 1e9:.3f}s (faults healed, producers stopped)")
+        svg.rect(x1, fault_top, max(tl.x(data.duration_ns / 1e9) - x1, 2.0), plot_bottom - fault_top, "#999999",
+                 ' fill-opacity="0.10" class="drain-band"', title=tip)
+        svg.text(x1 + 3, plot_bottom - 6, "final drain", cls="muted", title=tip)
+
     # fault bands behind everything
     for b, lane in zip(data.faults, lanes, strict=True):
         x1 = tl.x(b.start / 1e9)

@@ -132,6 +132,7 @@ def make_run(
     ev(27 * SEC, "nemesis", "invoke", "heal-link", {"nodes": [3]})
     ev(27 * SEC + 5 * MS, "nemesis", "info", "heal-link", {"nodes": [3]})
     if complete:
+        ev(29_000 * MS, "harness", "info", "drain-start", None)
         ev(29_900 * MS, "harness", "info", "drain-complete", True)
 
     events.sort(key=lambda e: e["time"])  # stable: an op's invoke stays before its completion

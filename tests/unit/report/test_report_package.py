@@ -133,3 +133,10 @@ def test_checker_and_spark_results_fit_one_model() -> None:
     assert out["anomalies"]["lost-write"][0]["times"] == [5, 9]  # a kind's own fields are kept
     assert "health" not in out and "availability" not in out  # absent sections stay absent
     assert RunResults.model_validate(out).count("lost-write") == 1
+
+
+def test_the_final_drain_is_a_band_of_its_own(tmp_path: Path) -> None:
+    page = render_report(make_run(tmp_path / "run").run_dir)
+    assert page.count('class="drain-band"') == 1 and "final drain: every partition read" in page
+    cut = render_report(make_run(tmp_path / "cut", complete=False).run_dir)
+    assert 'class="drain-band"' not in cut  # a run cut short never reached its drain
