@@ -164,8 +164,9 @@ class ExternalCluster:
         from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
         new = NewTopic(name, num_partitions=partitions, replication_factor=replication_factor, config=configs or {})
+        admin = AdminClient(self.admin_config())  # held until the future resolves: a freed handle cancels it
         try:
-            AdminClient(self.admin_config()).create_topics([new], request_timeout=30)[name].result(timeout=40)
+            admin.create_topics([new], request_timeout=30)[name].result(timeout=40)
         except Exception as err:
             raise ClusterError(f"creating topic {name!r} on the external cluster failed: {err}") from None
         deadline = time.monotonic() + 60
