@@ -23,11 +23,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from html import escape
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -38,6 +36,7 @@ from kafka_chaos.errors import ShrinkError
 from kafka_chaos.faults.schedule import FaultsConfig, PlannedFault, plan
 from kafka_chaos.harness.replay import RESOLVED_NAME, load_resolved, scenario_data, write_scenario
 from kafka_chaos.harness.scenario import Scenario
+from kafka_chaos.report.shrink import render_shrink_index
 
 VIOLATION = "violation"
 JOURNAL_VERSION = 1
@@ -463,51 +462,9 @@ def _status(console: Console, text: str) -> Iterator[None]:
         status.stop()
 
 
-def _link(run_dir: str | None, base: Path, text: str) -> str:
-    if not run_dir:
-        return ""
-    href = os.path.relpath(Path(run_dir) / "report.html", base.resolve())
-    return f'<a href="{escape(href)}">{escape(text)}</a>'
-
-
 def render_index(journal: dict[str, Any], shrink_dir: Path) -> str:
-    """The shrink's steps as one self-contained page (no template engine needed: every value is escaped)."""
-    rows = []
-    for c in journal["candidates"]:
-        tries = " ".join(_link(t.get("run_dir"), shrink_dir, ("FAIL" if t["failed"] else "pass") + f" #{i + 1}")
-                         for i, t in enumerate(c["tries"]))
-        if c.get("source_run"):
-            tries = _link(c["source_run"], shrink_dir, "recorded run")
-        minimal = " class=minimal" if c["key"] == journal.get("minimal") else ""
-        result = c["result"] or "not finished"
-        rows.append(f"<tr{minimal}><td>{c['n']}</td><td>{escape(c['step'])}</td>"
-                    f"<td>{escape(size_text(c['size']))}</td><td class={escape(result.split()[0])}>"
-                    f"{escape(result)}</td><td>{tries}</td></tr>")
-    confirm = journal.get("confirm", [])
-    reproduced = sum(bool(t["failed"]) for t in confirm)
-    confirm_links = " ".join(_link(t.get("run_dir"), shrink_dir, ("FAIL" if t["failed"] else "pass") + f" #{i + 1}")
-                             for i, t in enumerate(confirm))
-    minimal_line = ""
-    if journal.get("minimal"):
-        status = "" if journal.get("done") else " (confirmation not finished)"
-        minimal_line = (f"<p><b>Minimal reproducer</b>: <a href=\"minimal.toml\">minimal.toml</a> — reproduced "
-                        f"{reproduced} of {len(confirm)} confirmation runs{status}: {confirm_links}. "
-                        f"Re-run it: <code>kafka-chaos run {escape(str(shrink_dir / 'minimal.toml'))}</code></p>")
-    spent = sum(len(c["tries"]) for c in journal["candidates"]) + len(confirm)
-    budget_note = " (budget spent before the search ended)" if journal.get("budget_exhausted") else ""
-    source = escape(Path(journal["source"]).name)
-    return f"""<!doctype html><html><head><meta charset="utf-8"><title>shrink of {source}</title>
-<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;
-padding:4px 8px;font-size:13px}}td.fail{{background:#f8d0d0}}td.pass{{background:#d0f0d0}}
-tr.minimal{{outline:2px solid #333}}</style></head><body>
-<h1>Shrink of {source}</h1>
-<p>Until <b>{escape(journal['until'])}</b>; each candidate tried up to {journal['attempts']} times (failing if any
-try fails); {spent} of {journal['budget_runs']} runs used{budget_note}; {journal.get('wall_s', 0):g} s.
-Source run: {_link(journal['source'], shrink_dir, 'report')}. Journal: <a href="journal.json">journal.json</a>.</p>
-{minimal_line}
-<table><tr><th>#</th><th>step</th><th>size</th><th>result</th><th>runs</th></tr>
-{''.join(rows)}</table></body></html>
-"""
+    """The shrink's steps as one self-contained page (report.shrink's template)."""
+    return render_shrink_index(journal, shrink_dir, size_text)
 
 
 def shrink_run(run_dir: Path, *, until: str | None = None, budget_runs: int = 30, attempts: int = 2,
