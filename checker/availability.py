@@ -2,9 +2,10 @@
 
 Pure functions over the `sends` and `polls` tables (DESIGN.md §3) and the fault windows; no I/O.
 
-- A **send window** on a key is a stretch of at least `min_gap_s` between two successful (ok) send completions
-  on that key — or between the first send's invoke and the first ok, or between the last ok and the last
-  send's end — while some send on it was outstanding (invoked and not yet completed). The whole run
+- A **send window** on a key is a stretch of at least `min_gap_s` with a send outstanding on that key (invoked,
+  not completed) and no successful (ok) send completion: it runs from the later of the last ok completion
+  (or the first invoke) and the first outstanding send's invoke, to the next ok completion (or the last
+  send's end). The whole run
   (`key` null) is the same over every key: no send succeeded anywhere.
 - A **poll window** on a key starts when a record is acknowledged on that key (an ok send completes) and
   nothing on that key is read for `min_gap_s`; it ends with the next read, or when the workload ends (the
@@ -61,9 +62,13 @@ def _col(table: pa.Table, name: str) -> npt.NDArray[Any]:
     return arr
 
 
-def _outstanding(invoke: I64, complete: I64, a: int, b: int) -> bool:
-    """Whether some send was in flight at some point in (a, b): invoked before b, completed after a."""
-    return bool(np.any((invoke < b) & (complete > a)))
+def _stalled_from(invoke: I64, complete: I64, a: int, b: int) -> int | None:
+    """The first moment in (a, b) a send was in flight (invoked before b, not completed by a), or None: a
+    gap in which the producer was idle is no window."""
+    inflight = (invoke < b) & (complete > a)
+    if not np.any(inflight):
+        return None
+    return max(a, int(invoke[inflight].min()))
 
 
 def send_gaps_of(invoke: I64, complete: I64, ok: npt.NDArray[np.bool_], *, key: str | None, end_time: int,
@@ -80,8 +85,9 @@ def send_gaps_of(invoke: I64, complete: I64, ok: npt.NDArray[np.bool_], *, key: 
     out = []
     for i in np.flatnonzero(d >= min_gap):
         a, b = int(bounds[i]), int(bounds[i + 1])
-        if _outstanding(invoke, done, a, b):
-            out.append(Gap(key, "send", a, b))
+        start = _stalled_from(invoke, done, a, b)
+        if start is not None and b - start >= min_gap:
+            out.append(Gap(key, "send", start, b))
     return out
 
 
@@ -116,8 +122,9 @@ def poll_gaps_of(reads: I64, acked: I64, *, key: str | None, workload_end: int, 
 
 
 def poll_gaps(sends: pa.Table, polls: pa.Table, *, min_gap_s: float = 1.0) -> list[Gap]:
-    """Poll windows per key and for the whole run, within the workload (up to the last send's invoke)."""
-    if sends.num_rows == 0:
+    """Poll windows per key and for the whole run, within the workload (up to the last send's invoke); none
+    when nothing was read at all (a run without consumers)."""
+    if sends.num_rows == 0 or polls.num_rows == 0:
         return []
     skeys = _col(sends, "key").astype(str)
     ok = _col(sends, "type").astype(str) == "ok"
