@@ -53,7 +53,7 @@ def polls(*rows: tuple[str, float]) -> pa.Table:
 
 
 def steady(key: str, start: float, end: float, every: float = 0.1, latency: float = 0.01) -> list[Any]:
-    n = int(round((end - start) / every))
+    n = round((end - start) / every)
     return [(key, start + i * every, start + i * every + latency, "ok") for i in range(n + 1)]
 
 
