@@ -17,15 +17,25 @@ for the host (`Timeouts.slack_s`: containers on a small machine are slower than 
   `controller.quorum.fetch.timeout.ms`, elects after `controller.quorum.election.timeout.ms` plus a random
   back-off up to `controller.quorum.election.backoff.max.ms` (KIP-595, `KafkaRaftClient`; KIP-996's
   Prospective state adds a pre-vote round of the same timeouts). The new controller activates once it has
-  replayed the log, and a newly active controller restarts every broker's session clock
-  (`BrokerHeartbeatManager` is rebuilt on activation), so a dead broker is fenced only a full session
-  timeout after the failover.
+  replayed the log, and only the active controller tracks heartbeats: "Standby controllers will create a
+  heartbeat manager as part of the process of activating … after a controller failover, we may take some
+  extra time to fence brokers, since the new active controller does not know when the last heartbeats were
+  received" (`BrokerHeartbeatManager`'s class comment) — so a dead broker is fenced a full session timeout
+  after the failover.
 - **Clients.** A request already sent to a dead, frozen or isolated leader waits `request.timeout.ms`; the
   producer then refreshes metadata (librdkafka: `retry.backoff.max.ms`, and the harness's
   `topic.metadata.refresh.interval.ms`) and retries. An isolated leader still answers clients with its own
   stale metadata (it cannot hear the controller), so a client can follow the zombie one more round before a
   NOT_LEADER_OR_FOLLOWER response, or metadata from another broker, points it to the new leader (KIP-951 puts
   the new leader in that response).
+
+**The zombie leader.** An isolated partition leader stays reachable by clients (a partition cuts it off
+from its peers, not from them) and still believes it leads. With acks=all it cannot acknowledge anything:
+it may try to shrink the ISR, but until the controller accepts the AlterPartition the shrink is pending, and
+`PendingShrinkIsr.maximalIsr()` is the last *committed* ISR — the set "used for advancing the high watermark
+as well as determining which replicas are required for acks=all produce requests" (`PartitionState`
+javadoc). So its acks=all requests wait out `request.timeout.ms`: a window, not a loss. With acks=1 it acks
+writes that the new leader's epoch later truncates (the safety model's business, not this one).
 
 Where writes **need not** be available until a heal (the window is then expected, not a finding):
 acks=all with fewer live replicas than `min.insync.replicas` (NOT_ENOUGH_REPLICAS, `Partition
