@@ -5,7 +5,7 @@ Pure functions over the `sends` and `polls` tables (DESIGN.md §3) and the fault
 - A **send window** on a key is a stretch of at least `min_gap_s` with a send outstanding on that key (invoked,
   not completed) and no successful (ok) send completion: it runs from the later of the last ok completion
   (or the first invoke) and the first outstanding send's invoke, to the next ok completion (or the last
-  send's end). The whole run
+  send's end). Windows separated by a lone ok are one window. The whole run
   (`key` null) is the same over every key: no send succeeded anywhere.
 - A **poll window** on a key starts when a record is acknowledged on that key (an ok send completes) and
   nothing on that key is read for `min_gap_s`; it ends with the next read, or when the workload ends (the
@@ -100,10 +100,22 @@ def send_gaps(sends: pa.Table, *, end_time: int, min_gap_s: float = 1.0) -> list
     comp = sends.column("complete_time").fill_null(-1).to_numpy().astype(np.int64)
     ok = _col(sends, "type").astype(str) == "ok"
     min_gap = int(min_gap_s * NS)
-    out = send_gaps_of(invoke, comp, ok, key=None, end_time=end_time, min_gap=min_gap)
+    out = _merge(send_gaps_of(invoke, comp, ok, key=None, end_time=end_time, min_gap=min_gap))
     for k in sorted(set(keys.tolist())):
         m = keys == k
-        out += send_gaps_of(invoke[m], comp[m], ok[m], key=k, end_time=end_time, min_gap=min_gap)
+        out += _merge(send_gaps_of(invoke[m], comp[m], ok[m], key=k, end_time=end_time, min_gap=min_gap))
+    return out
+
+
+def _merge(gaps: list[Gap]) -> list[Gap]:
+    """Windows that meet (one lone ok between them) are one window: a single success amid an outage is not a
+    recovery."""
+    out: list[Gap] = []
+    for g in gaps:
+        if out and out[-1].end >= g.start:
+            out[-1] = Gap(g.key, g.kind, out[-1].start, g.end)
+        else:
+            out.append(g)
     return out
 
 

@@ -90,6 +90,11 @@ def test_windows_at_the_start_and_the_end_and_whole_run() -> None:
     assert (None, 6.05, 10.0) in got
 
 
+def test_a_lone_success_does_not_split_an_outage() -> None:
+    t = sends(*steady(K, 0, 3), (K, 3.05, 5.0, "ok"), (K, 3.05, 8.0, "ok"), *steady(K, 8.1, 10))
+    assert spans(send_gaps(t, end_time=11 * S)) == [(None, 3.05, 8.0), (K, 3.05, 8.0)]
+
+
 def test_a_gap_with_no_send_outstanding_is_no_window() -> None:
     t = sends(*steady(K, 0, 2), *steady(K, 6, 8))  # the producer was idle between 2 and 6 s
     assert send_gaps(t, end_time=9 * S) == []
