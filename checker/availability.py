@@ -33,6 +33,7 @@ import pyarrow as pa
 
 from kafka_chaos.checker.faults import FaultSummary, FaultWindow
 from kafka_chaos.reference_model.availability import (
+    LINK_BLOCKING,
     Fault,
     Timeouts,
     Topology,
@@ -206,7 +207,7 @@ def judge_gap(gap: Gap, faults: FaultSummary, t: Timeouts, topo: Topology, view:
     links: set[int] = set()
     for w in faults.active(gap.start, gap.end):
         impaired |= impaired_by(w.f, w.nodes, w.value, everyone)
-        if w.f in ("timeout", "link-down", "reset_peer", "bandwidth"):
+        if w.f in LINK_BLOCKING:
             links |= set(w.nodes)
     leaders = view.before(gap.start, gap.key)
     expected = expected_unavailability(impaired, topo, replicas, links, leaders[0] if leaders else None)
@@ -218,7 +219,11 @@ def judge_gap(gap: Gap, faults: FaultSummary, t: Timeouts, topo: Topology, view:
         at = view.before(w.start, gap.key)
         hit_leader = None if at is None or at[0] is None else at[0] in w.nodes
         hit_quorum = None if at is None or at[1] is None else at[1] in w.nodes
-        blocking = expected if set(w.nodes) & (impaired | links) else ()
+        # a fault that blocks writes by itself (or with the faults open in the window) is bounded from its
+        # heal, also for a window that starts after the heal (the restarted nodes' recovery)
+        own_links = set(w.nodes) if w.f in LINK_BLOCKING else set()
+        blocking = expected_unavailability(impaired | impaired_by(w.f, w.nodes, w.value, everyone), topo, replicas,
+                                           links | own_links, leaders[0] if leaders else None)
         p = predict(f, t, hit_leader=hit_leader, hit_quorum_leader=hit_quorum, expected=blocking)
         if p.deadline_s is None:
             unbounded = True

@@ -143,6 +143,16 @@ def test_two_overlapping_faults_and_quorum_loss_is_expected() -> None:
     assert expect_violations(a, 1.0) == [], "expected unavailability never fails a run"
 
 
+def test_recovery_after_a_quorum_loss_heal_is_bounded_from_the_heal() -> None:
+    t = sends(*steady(K, 0, 4), (K, 4.05, 4.5, "ok"), *steady(K, 4.6, 12), (K, 12.05, 30.0, "ok"),
+              *steady(K, 30.1, 40))
+    kill = fault("kill", (1, 2), 8.0, 11.0)  # the window below starts after the heal
+    a = availability(t, polls(), FaultSummary((kill,), 41 * S), config=CONFIG)
+    (w,) = [w for w in a["windows"] if w["key"] == K]
+    assert w["start_s"] > 11.0 and w["expected"] == []
+    assert w["fault_details"][0]["predicted_after"] == "heal" and w["finding"] is None
+
+
 def test_expected_reasons() -> None:
     topo = Topology.from_config(CONFIG)
     assert expected_unavailability({2}, topo, (1, 2, 3)) == ()
