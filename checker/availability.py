@@ -5,7 +5,7 @@ Pure functions over the `sends` and `polls` tables (DESIGN.md §3) and the fault
 - A **send window** on a key is a stretch of at least `min_gap_s` with a send outstanding on that key (invoked,
   not completed) and no successful (ok) send completion: it runs from the later of the last ok completion
   (or the first invoke) and the first outstanding send's invoke, to the next ok completion (or the last
-  send's end). Windows separated by a lone ok are one window. The whole run
+  send's end). Windows separated by one burst of oks (within 100 ms: a batch) are one window. The whole run
   (`key` null) is the same over every key: no send succeeded anywhere.
 - A **poll window** on a key starts when a record is acknowledged on that key (an ok send completes) and
   nothing on that key is read for `min_gap_s`; it ends with the next read, or when the workload ends (the
@@ -108,12 +108,16 @@ def send_gaps(sends: pa.Table, *, end_time: int, min_gap_s: float = 1.0) -> list
     return out
 
 
+MERGE_WITHIN_NS = 100_000_000
+"""Windows closer than this (one batch's acknowledgements between them) are one window."""
+
+
 def _merge(gaps: list[Gap]) -> list[Gap]:
-    """Windows that meet (one lone ok between them) are one window: a single success amid an outage is not a
-    recovery."""
+    """Windows separated only by one burst of successes (one batch acknowledged at once) are one window: a
+    lone batch amid an outage is not a recovery."""
     out: list[Gap] = []
     for g in gaps:
-        if out and out[-1].end >= g.start:
+        if out and out[-1].end + MERGE_WITHIN_NS >= g.start:
             out[-1] = Gap(g.key, g.kind, out[-1].start, g.end)
         else:
             out.append(g)

@@ -91,7 +91,8 @@ def test_windows_at_the_start_and_the_end_and_whole_run() -> None:
 
 
 def test_a_lone_success_does_not_split_an_outage() -> None:
-    t = sends(*steady(K, 0, 3), (K, 3.05, 5.0, "ok"), (K, 3.05, 8.0, "ok"), *steady(K, 8.1, 10))
+    t = sends(*steady(K, 0, 3), (K, 3.05, 5.0, "ok"), (K, 3.06, 5.05, "ok"), (K, 3.05, 8.0, "ok"),
+              *steady(K, 8.1, 10))  # one batch of two acknowledged at 5.0 s amid the outage
     assert spans(send_gaps(t, end_time=11 * S)) == [(None, 3.05, 8.0), (K, 3.05, 8.0)]
 
 
