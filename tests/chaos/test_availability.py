@@ -30,6 +30,10 @@ def windows_during(result: Any, f: str) -> list[dict[str, Any]]:
             if w["kind"] == "send" and w["start_s"] <= end and w["end_s"] >= start]
 
 
+def samples(result: Any) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (result.run_dir / "state.jsonl").read_text().splitlines()]
+
+
 def cluster_events(result: Any) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (result.run_dir / "events.jsonl").read_text().splitlines()]
 
@@ -63,3 +67,9 @@ def test_controller_quorum_loss_is_expected_unavailability(chaos_run) -> None:
     assert longest["finding"] is None, longest
     assert all(w["finding"] is None for w in during), during
     assert result.results["violations"] == []
+    # the observer's DescribeQuorum samples: three voters, and a new epoch once the restarted voters elect
+    quorums = [s["quorum"] for s in samples(result) if s.get("quorum")]
+    assert quorums and {v["id"] for v in quorums[0]["voters"]} == {1, 2, 3}
+    assert quorums[-1]["epoch"] > quorums[0]["epoch"], "the quorum elected anew after losing its majority"
+    won = [e for e in cluster_events(result) if e["kind"] == "raft-state" and e["state"] == "Leader"]
+    assert won and won[-1]["epoch"] == quorums[-1]["epoch"], "the node logs name the same epoch"
