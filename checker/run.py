@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from kafka_chaos.checker.analysis import analyse, json_default
+from kafka_chaos.checker.availability import availability, expect_violations
+from kafka_chaos.checker.cluster_events import read_events, write_events
 from kafka_chaos.checker.faults import faults_from_history
 from kafka_chaos.checker.health import health_summary
 from kafka_chaos.checker.results import results_dict
@@ -55,6 +57,13 @@ def check_run(run_dir: Path, *, write: bool = True, config: Any = None) -> dict[
     health = health_summary(samples, int(topic.get("min_insync_replicas", 1)), meta.end_time)
     if health is not None:
         result["health"] = health
+    # -- availability (checker.availability): measured, predicted, explained by the nodes' own logs --
+    run_config = config if config is not None else meta.run_start
+    events = _cluster_events(run_dir, meta.run_start, write=write)
+    result["availability"] = availability(tables.sends, tables.polls, faults, config=run_config,
+                                          end_time=meta.end_time, state_samples=samples, events=events)
+    expect = (run_config or {}).get("expect") if isinstance(run_config, dict) else None
+    result["violations"] += expect_violations(result["availability"], (expect or {}).get("max_unavailable_s"))
     if write and run_dir.is_dir():
         try:
             write_tables(tables, run_dir)
@@ -82,3 +91,18 @@ class JepsenChecker:
 
     def check(self, run_dir: Path) -> dict[str, Any]:
         return check_run(run_dir)
+
+
+def _cluster_events(run_dir: Path, run_start: dict[str, Any] | None, *, write: bool) -> list[dict[str, Any]]:
+    """The nodes' log events (checker.cluster_events), also written to events.jsonl; none without logs or
+    without the run's wall-clock origin (histories from before it was recorded)."""
+    t0 = (run_start or {}).get("clock_unix_ns")
+    if not isinstance(t0, int) or not run_dir.is_dir() or not (run_dir / "logs").is_dir():
+        return []
+    events = read_events(run_dir, t0)
+    if write:
+        try:
+            write_events(run_dir, events)
+        except OSError as e:
+            raise HistoryError(f"cannot write events into {run_dir}: {e.strerror or e}") from e
+    return events

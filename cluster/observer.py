@@ -1,4 +1,5 @@
-"""The observer: samples every partition's state about every 250 ms into state.jsonl (docs/architecture.md §3).
+"""The observer: samples every partition's state about every 250 ms into state.jsonl (docs/architecture.md §3),
+with the controller quorum's DescribeQuorum (leader, epoch, each voter's end offset and last fetch) in `quorum`.
 
 It reads through the harness-only listener, so client-link faults do not blind it. Fields it cannot read in a
 sample (a leaderless partition's high watermark, a quorum with no leader) are written as null.
@@ -88,11 +89,12 @@ class Observer:
         # deadline, not by the sum of them.
         reader = self._reader
         described_f = pool.submit(self._described, reader)
-        controller_f = pool.submit(reader.quorum_leader)
+        quorum_f = pool.submit(reader.quorum)
         marks_f = pool.submit(self._watermarks, consumer)
         deadline = time.monotonic() + 2.0
         described = self._read(described_f, reader, deadline - time.monotonic())
-        controller = self._read(controller_f, reader, max(0.0, deadline - time.monotonic()))
+        quorum = self._read(quorum_f, reader, max(0.0, deadline - time.monotonic()))
+        controller = quorum["leader"] if quorum else None
         marks = self._read(marks_f, None, max(0.0, deadline - time.monotonic())) or {}
         if described is None:
             return  # nothing was read: a sample of nulls would read as "no leader"
@@ -113,6 +115,7 @@ class Observer:
                 "last_known_elr": list(s.last_known_elr) if s and s.last_known_elr is not None else None,
                 "hw": hw,
                 "controller": controller,
+                "quorum": quorum,  # DescribeQuorum: leader, epoch, voters' end offsets and last fetch (ms)
             }))
         out.write(b"\n".join(lines) + b"\n")  # type: ignore[attr-defined]
         out.flush()  # type: ignore[attr-defined]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -29,6 +29,8 @@ class ClusterSpec(BaseModel):
     bootstrap_servers: str | None = Field(None, description="an external cluster: run against it, start nothing")
     control: NodeControl | None = Field(None, description="an external cluster's node commands ({node} = id)")
     racks: list[str] = Field(default_factory=list, description="broker.rack of brokers 1, 2, … in turn")
+    timeouts: Literal["fast", "kafka-defaults"] = Field(
+        "fast", description="fast: short session/lag timeouts for quick tests; kafka-defaults: Kafka's own")
     heap_opts: str = settings.NODE_HEAP_OPTS
     start_timeout_s: float = Field(90.0, gt=0)
 
@@ -58,5 +60,5 @@ class ClusterSpec(BaseModel):
     def settings(self) -> dict[str, str]:
         """Fast-test settings plus the user's overrides: what every node runs with."""
         rack_aware = {"replica.selector.class": "org.apache.kafka.common.replica.RackAwareReplicaSelector"}
-        return {**settings.fast_test_settings(self.nodes), **(rack_aware if self.racks else {}),
+        return {**settings.fast_test_settings(self.nodes, self.timeouts), **(rack_aware if self.racks else {}),
                 **self.broker_overrides}

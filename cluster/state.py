@@ -137,6 +137,10 @@ class StateReader:
                 return int(leader) if leader is not None and leader >= 0 else None
         return None
 
+    def quorum(self) -> dict[str, Any] | None:
+        """DescribeQuorum of the metadata log (KIP-595/KIP-853): see `quorum_of`."""
+        return quorum_of(self._call("_describe_metadata_quorum"))
+
     def _describe_metadata_quorum(self) -> Any:
         return self._client().describe_metadata_quorum()
 
@@ -203,6 +207,28 @@ def _reader(bootstrap: str) -> StateReader:
 
 def describe_partitions(bootstrap: str, topic: str) -> list[PartitionState]:
     return _reader(bootstrap).describe(topic)
+
+
+def quorum_of(response: Any) -> dict[str, Any] | None:
+    """`{"leader", "epoch", "high_watermark", "voters": [{"id", "log_end_offset", "last_fetch_timestamp",
+    "last_caught_up_timestamp"}]}` from a DescribeQuorum response (kafka-python's dict); None without one.
+    A voter's lag is the high watermark minus its log end offset; timestamps are the leader's clock, ms (-1:
+    unknown)."""
+    for topic in (response or {}).get("topics", []):
+        for p in topic.get("partitions", []):
+            leader = p.get("leader_id")
+            return {
+                "leader": int(leader) if leader is not None and leader >= 0 else None,
+                "epoch": p.get("leader_epoch"),
+                "high_watermark": p.get("high_watermark"),
+                "voters": [
+                    {"id": v.get("replica_id"), "log_end_offset": v.get("log_end_offset"),
+                     "last_fetch_timestamp": v.get("last_fetch_timestamp", -1),
+                     "last_caught_up_timestamp": v.get("last_caught_up_timestamp", -1)}
+                    for v in p.get("current_voters", [])
+                ],
+            }
+    return None
 
 
 def quorum_leader(bootstrap: str) -> int | None:

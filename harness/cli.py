@@ -294,12 +294,38 @@ def _print_verdict(results: dict[str, Any], run_dir: Path) -> None:
         table.add_row(name, str(n))
     if counts:
         console.print(table)
+    _print_availability(results.get("availability"))
     verdict = "[red]FAIL[/]" if results.get("violations") else "[green]PASS[/]"
     complete = "complete" if results.get("complete") else "[yellow]incomplete[/] (the run was cut short)"
     console.print(
         f"{verdict}: {len(results.get('violations', []))} violations, valid={results.get('valid')}, {complete}; "
         f"report: {run_dir / 'report.html'}"
     )
+
+
+def _print_availability(avail: dict[str, Any] | None) -> None:
+    """Availability share and the send windows of the whole run (results["availability"])."""
+    if not avail:
+        return
+    windows = [w for w in avail.get("windows", []) if w["kind"] == "send" and w["key"] is None]
+    title = (f"availability {avail.get('share', 1.0):.1%} of key-time "
+             f"({avail.get('profile', 'fast')} timeouts) — windows with no successful send on any key")
+    if not windows:
+        console.print(f"{title}: none")
+        return
+    table = Table(title=title)
+    for col in ("from", "to", "lasted", "predicted ≤", "faults", "finding / expected"):
+        table.add_column(col, justify="right" if col in ("from", "to", "lasted", "predicted ≤") else "left")
+    for w in windows:
+        predicted = "—" if w["predicted_s"] is None else f"{w['predicted_s']:.1f}s"
+        verdict = f"[yellow]{w['finding']}[/]" if w["finding"] else ", ".join(w.get("expected", [])) or "ok"
+        table.add_row(f"{w['start_s']:.1f}s", f"{w['end_s']:.1f}s", f"{w['duration_s']:.1f}s", predicted,
+                      "; ".join(w["faults"]) or "—", verdict)
+    console.print(table)
+    findings = [w for w in avail.get("windows", []) if w["finding"]]
+    if findings:
+        console.print(f"[yellow]{len(findings)} windows longer than the reference model predicts[/] "
+                      "(availability findings, not violations); causes in results.json and events.jsonl")
 
 
 # -- entry point ----------------------------------------------------------------------------------------------

@@ -117,7 +117,9 @@ def run_scenario(
     try:
         with contextlib.ExitStack() as stack:
             history = stack.enter_context(History(run.history))
-            history.record("harness", "info", "run-start", resolved)
+            # clock_unix_ns: the history clock's wall-clock origin, to place the nodes' log lines (events.jsonl)
+            history.record("harness", "info", "run-start",
+                           {**resolved, "clock_unix_ns": time.time_ns() - history.now()})
             cluster: KafkaCluster | ExternalCluster
             if spec.bootstrap_servers:  # someone else's cluster: connect, start nothing, stop nothing
                 cluster = stack.enter_context(ExternalCluster(spec.bootstrap_servers, spec.control))

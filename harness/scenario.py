@@ -51,6 +51,15 @@ class TopicConfig(Strict):
         }
 
 
+class ExpectConfig(Strict):
+    """What the scenario expects beyond safety. `max_unavailable_s`: fail the run when a window with no
+    successful send lasts longer, unless the reference model says writes need not be available then
+    (checker.availability.expect_violations)."""
+
+    max_unavailable_s: float | None = Field(None, gt=0, le=24 * 3600,
+                                            description="longest allowed window with no successful send, s")
+
+
 class Scenario(Strict):
     name: str
     description: str = ""
@@ -61,6 +70,7 @@ class Scenario(Strict):
     workload: WorkloadConfig = Field(default_factory=lambda: WorkloadConfig())
     faults: FaultsConfig = Field(default_factory=lambda: FaultsConfig())
     operations: list[OperationSpec] = Field(default_factory=list)
+    expect: ExpectConfig = Field(default_factory=lambda: ExpectConfig())
     # Written by the harness into results/<run>/scenario.toml; ignored when a scenario is run.
     run_id: str | None = None
     kafka_settings: dict[str, str] = Field(default_factory=dict)

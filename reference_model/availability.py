@@ -1,0 +1,274 @@
+"""When must writes be available again? Kafka's liveness bounds for each fault kind, from the cluster's settings.
+
+The safety model (`reference_model.model`) says what may be lost; this module says how long a window with no
+successful send may last before it is more than Kafka's own timeouts explain. Every bound is a sum of the
+timeouts on Kafka's recovery path, read from the run's configuration (`Timeouts.from_config`), plus a slack
+for the host (`Timeouts.slack_s`: containers on a small machine are slower than the protocol):
+
+- **Detection.** A broker that stops heartbeating is fenced by the active controller once
+  `broker.session.timeout.ms` has passed since its last heartbeat (KIP-631; `BrokerHeartbeatManager`
+  `.findOneStaleBroker` in `metadata/src/main/java/org/apache/kafka/controller/BrokerHeartbeatManager.java`),
+  and fencing removes it from every ISR and moves its leaderships to another ISR member
+  (`ReplicationControlManager.handleBrokerFenced`; KIP-841: fenced replicas leave the ISR). A follower that
+  stops fetching leaves the ISR after `replica.lag.time.max.ms` (`Partition.maybeShrinkIsr` →
+  AlterPartition, KIP-497). With acks=all a leader answers only once the ISR has the record, so either path
+  ends a write stall caused by a dead follower.
+- **Controller failover.** When the fault hits the quorum leader, a follower notices after
+  `controller.quorum.fetch.timeout.ms`, elects after `controller.quorum.election.timeout.ms` plus a random
+  back-off up to `controller.quorum.election.backoff.max.ms` (KIP-595, `KafkaRaftClient`; KIP-996's
+  Prospective state adds a pre-vote round of the same timeouts). The new controller activates once it has
+  replayed the log, and only the active controller tracks heartbeats: "Standby controllers will create a
+  heartbeat manager as part of the process of activating … after a controller failover, we may take some
+  extra time to fence brokers, since the new active controller does not know when the last heartbeats were
+  received" (`BrokerHeartbeatManager`'s class comment) — so a dead broker is fenced a full session timeout
+  after the failover.
+- **Clients.** A request already sent to a dead, frozen or isolated leader waits `request.timeout.ms`; the
+  producer then refreshes metadata (librdkafka: `retry.backoff.max.ms`, and the harness's
+  `topic.metadata.refresh.interval.ms`) and retries. An isolated leader still answers clients with its own
+  stale metadata (it cannot hear the controller), so a client can follow the zombie one more round before a
+  NOT_LEADER_OR_FOLLOWER response, or metadata from another broker, points it to the new leader (KIP-951 puts
+  the new leader in that response).
+
+**The zombie leader.** An isolated partition leader stays reachable by clients (a partition cuts it off
+from its peers, not from them) and still believes it leads. With acks=all it cannot acknowledge anything:
+it may try to shrink the ISR, but until the controller accepts the AlterPartition the shrink is pending, and
+`PendingShrinkIsr.maximalIsr()` is the last *committed* ISR — the set "used for advancing the high watermark
+as well as determining which replicas are required for acks=all produce requests" (`PartitionState`
+javadoc). So its acks=all requests wait out `request.timeout.ms`: a window, not a loss. With acks=1 it acks
+writes that the new leader's epoch later truncates (the safety model's business, not this one).
+
+Where writes **need not** be available until a heal (the window is then expected, not a finding):
+acks=all with fewer live replicas than `min.insync.replicas` (NOT_ENOUGH_REPLICAS, `Partition
+.appendRecordsToLeader`); no live ISR member (the partition stays leaderless without unclean election,
+`PartitionChangeBuilder`); no controller quorum (no leader can be moved, no ISR changed: KIP-595 needs a
+majority of voters); and client-link faults (the broker keeps its leaderships: the cluster cannot see a
+fault between a client and a broker). After such a heal, writes must come back within the restart and
+failover path: a restarted node's JVM start (`Timeouts.startup_s`), an election, a session and the client's
+reconnect back-off (librdkafka `reconnect.backoff.max.ms`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+# Kafka's own defaults (KafkaConfig / KRaftConfigs / QuorumConfig, Kafka 4.x), and librdkafka's client ones.
+KAFKA_DEFAULTS: dict[str, str] = {
+    "broker.session.timeout.ms": "9000",
+    "broker.heartbeat.interval.ms": "2000",
+    "replica.lag.time.max.ms": "30000",
+    "controller.quorum.fetch.timeout.ms": "2000",
+    "controller.quorum.election.timeout.ms": "1000",
+    "controller.quorum.election.backoff.max.ms": "1000",
+}
+CLIENT_DEFAULTS_MS = {
+    "request_timeout_ms": 30000,
+    "delivery_timeout_ms": 120000,
+    "retry_backoff_max_ms": 1000,
+    "reconnect_backoff_max_ms": 10000,
+    "metadata_refresh_ms": 1000,  # what workloads.producer sets (topic.metadata.refresh.interval.ms)
+}
+
+ExpectedReason = Literal["no-controller-quorum", "below-min-insync", "no-live-isr-member", "client-link-fault"]
+PROCESS_DOWN = frozenset({"kill", "stop", "pause"})
+RESTARTS = frozenset({"kill", "stop"})
+LINK_BLOCKING = frozenset({"timeout", "link-down", "reset_peer", "bandwidth"})
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """The timeouts on the recovery path, in seconds."""
+
+    session_s: float = 9.0
+    heartbeat_s: float = 2.0
+    replica_lag_s: float = 30.0
+    fetch_timeout_s: float = 2.0
+    election_timeout_s: float = 1.0
+    election_backoff_s: float = 1.0
+    request_timeout_s: float = 30.0
+    delivery_timeout_s: float = 120.0
+    retry_backoff_s: float = 1.0
+    reconnect_backoff_s: float = 10.0
+    metadata_refresh_s: float = 1.0
+    startup_s: float = 30.0
+    """A restarted node's JVM start, log recovery and registration: a host allowance, not a Kafka setting."""
+    slack_s: float = 3.0
+    """The host's share: scheduling on two cores, container start, the heal's own duration."""
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any] | None) -> Timeouts:
+        """From a run's resolved configuration (the history's run-start: `kafka_settings` and `workload`)."""
+        config = config or {}
+        ks = {**KAFKA_DEFAULTS, **{str(k): str(v) for k, v in (config.get("kafka_settings") or {}).items()}}
+        w = config.get("workload") or {}
+
+        def ms(name: str) -> float:
+            try:
+                return float(ks[name]) / 1000
+            except (KeyError, ValueError):
+                return float(KAFKA_DEFAULTS[name]) / 1000
+
+        def client(name: str) -> float:
+            v = w.get(name, CLIENT_DEFAULTS_MS[name]) if isinstance(w, Mapping) else CLIENT_DEFAULTS_MS[name]
+            return float(v) / 1000
+
+        return cls(
+            session_s=ms("broker.session.timeout.ms"),
+            heartbeat_s=ms("broker.heartbeat.interval.ms"),
+            replica_lag_s=ms("replica.lag.time.max.ms"),
+            fetch_timeout_s=ms("controller.quorum.fetch.timeout.ms"),
+            election_timeout_s=ms("controller.quorum.election.timeout.ms"),
+            election_backoff_s=ms("controller.quorum.election.backoff.max.ms"),
+            request_timeout_s=min(client("request_timeout_ms"), client("delivery_timeout_ms")),
+            delivery_timeout_s=client("delivery_timeout_ms"),
+            retry_backoff_s=CLIENT_DEFAULTS_MS["retry_backoff_max_ms"] / 1000,
+            reconnect_backoff_s=CLIENT_DEFAULTS_MS["reconnect_backoff_max_ms"] / 1000,
+            metadata_refresh_s=CLIENT_DEFAULTS_MS["metadata_refresh_ms"] / 1000,
+        )
+
+    @property
+    def failover_s(self) -> float:
+        """A new quorum leader after the old one went silent (KIP-595 fetch timeout, election, back-off;
+        doubled election for KIP-996's pre-vote round)."""
+        return self.fetch_timeout_s + 2 * self.election_timeout_s + self.election_backoff_s
+
+    @property
+    def client_s(self) -> float:
+        """A producer's way off a dead leader: the stuck request, a back-off, a metadata refresh."""
+        return self.request_timeout_s + self.retry_backoff_s + self.metadata_refresh_s
+
+
+@dataclass(frozen=True)
+class Topology:
+    """Who is who in the cluster, from the run's configuration."""
+
+    brokers: tuple[int, ...]
+    controllers: tuple[int, ...]
+    min_insync: int
+    acks: str
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any] | None) -> Topology:
+        config = config or {}
+        c = config.get("cluster") or {}
+        nodes = int(c.get("nodes", 3))
+        n_controllers = int(c.get("controllers", 0))
+        brokers = tuple(range(1, nodes + 1))
+        controllers = tuple(range(101, 101 + n_controllers)) if n_controllers else brokers
+        topic = config.get("topic") or {}
+        workload = config.get("workload") or {}
+        return cls(brokers, controllers, int(topic.get("min_insync_replicas", 1)), str(workload.get("acks", "all")))
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A fault as the model needs it: its kind, the nodes it cut off, and when (seconds since run start)."""
+
+    kind: str
+    nodes: tuple[int, ...]
+    start_s: float
+    end_s: float | None
+    """None: not healed within the run."""
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """By when writes must be available again, for one fault: `deadline_s` (None: not within the run)."""
+
+    fault: Fault
+    after: Literal["start", "heal"]
+    within_s: float
+    deadline_s: float | None
+    expected: tuple[ExpectedReason, ...]
+    note: str
+
+
+def impaired_by(kind: str, nodes: Collection[int], value: Any = None, everyone: Collection[int] = ()) -> set[int]:
+    """Nodes the rest of the cluster cannot use while a fault is on. A partition impairs the nodes cut off from
+    a majority of the others (the grudge of `faults.partitions`); a client-link fault impairs nobody inside the
+    cluster."""
+    if kind in PROCESS_DOWN:
+        return set(nodes)
+    if kind == "partition":
+        grudge = value.get("grudge") if isinstance(value, Mapping) else None
+        if isinstance(grudge, Mapping) and everyone:
+            majority = len(everyone) // 2 + 1
+            return {int(n) for n, dropped in grudge.items()
+                    if int(n) in everyone and len(set(everyone) - {int(d) for d in dropped}) < majority}
+        return set(nodes)
+    return set()
+
+
+def expected_unavailability(
+    impaired: Collection[int], topo: Topology, replicas: Collection[int], link_nodes: Collection[int] = (),
+    leader: int | None = None,
+) -> tuple[ExpectedReason, ...]:
+    """Why writes to a partition with these replicas need not be available while `impaired` nodes are cut off
+    (see the module docstring). `link_nodes`: brokers whose client link is faulty; `leader`: the partition's
+    leader when known (a link fault elsewhere does not block it)."""
+    down = set(impaired)
+    reasons: list[ExpectedReason] = []
+    if quorum_lost(down, topo.controllers):
+        reasons.append("no-controller-quorum")
+    live = [r for r in replicas if r not in down]
+    if not live:
+        reasons.append("no-live-isr-member")
+    elif topo.acks == "all" and len(live) < topo.min_insync:
+        reasons.append("below-min-insync")
+    if link_nodes and (leader is None or leader in set(link_nodes)):
+        reasons.append("client-link-fault")
+    return tuple(reasons)
+
+
+def quorum_lost(down: Collection[int], controllers: Collection[int]) -> bool:
+    """Whether fewer than a majority of the voters are left."""
+    alive = len(set(controllers) - set(down))
+    return alive < len(controllers) // 2 + 1
+
+
+def predict(fault: Fault, t: Timeouts, *, hit_leader: bool | None = None, hit_quorum_leader: bool | None = None,
+            expected: tuple[ExpectedReason, ...] = ()) -> Prediction:
+    """The deadline for writes after one fault. `hit_leader` / `hit_quorum_leader`: whether the fault cut off
+    the partition's leader / the quorum leader (None: unknown, assumed so, the longer path). `expected`: the
+    reasons writes need not be available while it lasts (`expected_unavailability`): the deadline then runs
+    from the heal."""
+    kind = fault.kind
+    leader = hit_leader is not False
+    controller = hit_quorum_leader is not False
+    failover = t.failover_s + t.session_s if controller else 0.0
+    if expected or kind in LINK_BLOCKING:
+        startup = t.startup_s if kind in RESTARTS else 0.0
+        reconnect = t.reconnect_backoff_s if kind in LINK_BLOCKING else 0.0
+        within = startup + t.failover_s + t.session_s + reconnect + t.client_s + t.slack_s
+        deadline = None if fault.end_s is None else fault.end_s + within
+        why = ", ".join(expected) or "client link cut: Kafka keeps the broker's leaderships"
+        return Prediction(fault, "heal", within, deadline, expected or ("client-link-fault",),
+                          f"writes need not be available until the heal ({why}); then within {within:.1f}s")
+    if kind == "stop":
+        # controlled shutdown moves leaderships first (KIP-631 BrokerHeartbeatRequest wantShutDown); the
+        # quorum leader resigns with EndQuorumEpoch (KIP-595), no fetch timeout
+        detect = t.heartbeat_s + (t.election_timeout_s + t.election_backoff_s if controller else 0.0)
+        within = detect + t.client_s + t.slack_s
+        note = "controlled shutdown: leaderships move before the broker stops"
+    elif kind == "latency":
+        within = t.client_s + t.slack_s
+        note = "latency below request.timeout.ms slows sends; it does not stop them"
+    elif kind in PROCESS_DOWN or kind == "partition":
+        detect = t.session_s if leader else min(t.session_s, t.replica_lag_s)
+        if hit_leader is None:
+            detect = max(t.session_s, min(t.session_s, t.replica_lag_s))
+        zombie = t.request_timeout_s if kind == "partition" and leader else 0.0
+        within = max(detect, failover) + t.client_s + zombie + t.slack_s
+        note = (f"{'leader' if leader else 'follower'} cut off: fenced after broker.session.timeout.ms"
+                + (", after a controller failover" if controller else "")
+                + ("; clients may follow the isolated leader's stale metadata one more request" if zombie else ""))
+    else:
+        within = t.client_s + t.slack_s
+        note = f"{kind}: only the client's own retry path"
+    return Prediction(fault, "start", within, fault.start_s + within, (), note)
+
+
+def baseline_s(t: Timeouts) -> float:
+    """A window with no fault near it: nothing in Kafka needs to recover, only a client retry."""
+    return t.client_s + t.slack_s

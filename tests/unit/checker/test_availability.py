@@ -1,0 +1,202 @@
+"""Availability windows on hand-made sends/polls tables: overlaps, windows at the start and the end, several
+keys; the reference model's prediction and finding; `[expect] max_unavailable_s`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from checker_histories import K1, History, K
+
+from kafka_chaos.checker import check_run
+from kafka_chaos.checker.availability import FINDING, availability, expect_violations, poll_gaps, send_gaps
+from kafka_chaos.checker.faults import FaultSummary, FaultWindow
+from kafka_chaos.checker.schema import POLLS_SCHEMA, SENDS_SCHEMA
+from kafka_chaos.cluster.settings import fast_test_settings
+from kafka_chaos.errors import ScenarioError
+from kafka_chaos.harness.scenario import parse_scenario
+from kafka_chaos.reference_model.availability import Timeouts, Topology, expected_unavailability
+
+S = 1_000_000_000
+CONFIG: dict[str, Any] = {
+    "cluster": {"nodes": 3, "controllers": 0},
+    "topic": {"min_insync_replicas": 2, "replication_factor": 3},
+    "workload": {"acks": "all", "request_timeout_ms": 5000, "delivery_timeout_ms": 15000},
+    "kafka_settings": fast_test_settings(3),
+}
+
+
+def sends(*rows: tuple[str, float, float | None, str]) -> pa.Table:
+    """(key, invoke_s, complete_s or None, type) per send."""
+    cols: dict[str, list[Any]] = {n: [] for n in SENDS_SCHEMA.names}
+    for i, (key, inv, comp, type_) in enumerate(rows):
+        cols["value"].append(i)
+        cols["key"].append(key)
+        cols["offset"].append(i if type_ == "ok" else None)
+        cols["process"].append(i)
+        cols["op_index"].append(i)
+        cols["type"].append(type_)
+        cols["invoke_time"].append(int(inv * S))
+        cols["complete_time"].append(None if comp is None else int(comp * S))
+    return pa.table(cols, schema=SENDS_SCHEMA)
+
+
+def polls(*rows: tuple[str, float]) -> pa.Table:
+    cols: dict[str, list[Any]] = {n: [] for n in POLLS_SCHEMA.names}
+    for i, (key, t) in enumerate(rows):
+        for n, v in (("value", i), ("key", key), ("offset", i), ("process", 99), ("op_index", i),
+                     ("type", "ok"), ("time", int(t * S))):
+            cols[n].append(v)
+    return pa.table(cols, schema=POLLS_SCHEMA)
+
+
+def steady(key: str, start: float, end: float, every: float = 0.1, latency: float = 0.01) -> list[Any]:
+    n = round((end - start) / every)
+    return [(key, start + i * every, start + i * every + latency, "ok") for i in range(n + 1)]
+
+
+def spans(gaps: list[Any]) -> list[tuple[str | None, float, float]]:
+    return [(g.key, round(g.start / S, 2), round(g.end / S, 2)) for g in gaps]
+
+
+def fault(f: str, nodes: tuple[int, ...], start: float, end: float | None, heal: str = "restart") -> FaultWindow:
+    return FaultWindow(f, {"nodes": list(nodes)}, nodes, int(start * S), None if end is None else int(end * S),
+                       heal, 0)
+
+
+def test_steady_sends_have_no_window() -> None:
+    t = sends(*steady(K, 0, 10), *steady(K1, 0, 10))
+    assert send_gaps(t, end_time=11 * S) == []
+    a = availability(t, polls(), FaultSummary((), 11 * S), config=CONFIG)
+    assert a["share"] == 1.0 and a["windows"] == []
+
+
+def test_a_stall_on_one_key_is_a_key_window_not_a_whole_run_one() -> None:
+    stalled = [*steady(K, 0, 3), (K, 3.05, 7.0, "ok"), *steady(K, 7.1, 10)]  # one send outstanding 3.05 → 7
+    t = sends(*stalled, *steady(K1, 0, 10))
+    assert spans(send_gaps(t, end_time=11 * S)) == [(K, 3.05, 7.0)]
+
+
+def test_windows_at_the_start_and_the_end_and_whole_run() -> None:
+    rows = [(K, 0.0, 3.0, "ok"), *steady(K, 3.1, 6), (K, 6.05, None, "info"),  # never completed
+            (K1, 0.0, 3.2, "ok"), *steady(K1, 3.3, 6), (K1, 6.05, 9.0, "info")]
+    got = spans(send_gaps(sends(*rows), end_time=10 * S))
+    assert (None, 0.0, 3.0) in got, "no send succeeded anywhere before 3 s"
+    assert (K, 0.0, 3.0) in got and (K1, 0.0, 3.2) in got
+    assert (K, 6.05, 10.0) in got, "pending to the end of the history"
+    assert (K1, 6.05, 9.0) in got, "to the last send's end"
+    assert (None, 6.05, 10.0) in got
+
+
+def test_a_lone_success_does_not_split_an_outage() -> None:
+    t = sends(*steady(K, 0, 3), (K, 3.05, 5.0, "ok"), (K, 3.06, 5.05, "ok"), (K, 3.05, 8.0, "ok"),
+              *steady(K, 8.1, 10))  # one batch of two acknowledged at 5.0 s amid the outage
+    assert spans(send_gaps(t, end_time=11 * S)) == [(None, 3.05, 8.0), (K, 3.05, 8.0)]
+
+
+def test_a_gap_with_no_send_outstanding_is_no_window() -> None:
+    t = sends(*steady(K, 0, 2), *steady(K, 6, 8))  # the producer was idle between 2 and 6 s
+    assert send_gaps(t, end_time=9 * S) == []
+
+
+def test_poll_window_needs_data_waiting() -> None:
+    t = sends(*steady(K, 0, 10, every=0.5), *steady(K1, 0, 10, every=0.5))
+    p = polls(*[(K, x / 2 + 0.02) for x in range(8)], (K, 6.02), *[(K1, x / 2 + 0.02) for x in range(21)])
+    assert spans(poll_gaps(t, p)) == [(K, 4.01, 6.02), (K, 6.51, 10.0)], "acked at 4.01 s, read only at 6.02 s"
+
+
+def test_kill_window_within_prediction_lists_the_fault_and_recovery_times() -> None:
+    t = sends(*steady(K, 0, 4), (K, 4.05, 8.0, "ok"), *steady(K, 8.1, 20))
+    kill = fault("kill", (2,), 4.0, 12.0)
+    a = availability(t, polls(), FaultSummary((kill,), 21 * S), config=CONFIG)
+    (w,) = [w for w in a["windows"] if w["key"] == K]
+    assert w["faults"] == ["kill [2] 4.0s–12.0s"]
+    assert w["predicted_s"] is not None and w["duration_s"] <= w["predicted_s"]
+    assert w["finding"] is None and w["expected"] == []
+    (d,) = w["fault_details"]
+    assert d["recovery_after_start_s"] == 4.0 and d["recovery_after_heal_s"] is None
+    assert set(w) >= {"key", "kind", "start_s", "end_s", "duration_s", "faults", "predicted_s", "finding", "causes"}
+
+
+def test_a_window_longer_than_predicted_is_a_finding_not_a_violation() -> None:
+    t = sends(*steady(K, 0, 4), (K, 4.05, 30.0, "ok"), *steady(K, 30.1, 40))
+    kill = fault("kill", (2,), 4.0, 10.0)
+    a = availability(t, polls(), FaultSummary((kill,), 41 * S), config=CONFIG)
+    (w,) = [w for w in a["windows"] if w["key"] == K]
+    assert w["finding"] == FINDING and w["duration_s"] > w["predicted_s"]
+    assert a["findings"] == 2  # the key's window and the whole run's
+    assert expect_violations(a, None) == []
+    violations = expect_violations(a, 10.0)
+    assert {v["name"] for v in violations} == {FINDING} and {v["key"] for v in violations} == {K, None}
+
+
+def test_two_overlapping_faults_and_quorum_loss_is_expected() -> None:
+    t = sends(*steady(K, 0, 4), (K, 4.05, 30.0, "ok"), *steady(K, 30.1, 40))
+    kills = (fault("kill", (1,), 4.0, 12.0), fault("kill", (3,), 5.0, 12.0))
+    a = availability(t, polls(), FaultSummary(kills, 41 * S), config=CONFIG)
+    (w,) = [w for w in a["windows"] if w["key"] == K]
+    assert len(w["faults"]) == 2
+    assert {"no-controller-quorum", "below-min-insync"} <= set(w["expected"])
+    assert w["finding"] is None, "2 of 3 down: writes need not be available until a heal"
+    assert [d["predicted_after"] for d in w["fault_details"]] == ["heal", "heal"]
+    assert expect_violations(a, 1.0) == [], "expected unavailability never fails a run"
+
+
+def test_recovery_after_a_quorum_loss_heal_is_bounded_from_the_heal() -> None:
+    t = sends(*steady(K, 0, 4), (K, 4.05, 4.5, "ok"), *steady(K, 4.6, 12), (K, 12.05, 30.0, "ok"),
+              *steady(K, 30.1, 40))
+    kill = fault("kill", (1, 2), 8.0, 11.0)  # the window below starts after the heal
+    a = availability(t, polls(), FaultSummary((kill,), 41 * S), config=CONFIG)
+    (w,) = [w for w in a["windows"] if w["key"] == K]
+    assert w["start_s"] > 11.0 and w["expected"] == []
+    assert w["fault_details"][0]["predicted_after"] == "heal" and w["finding"] is None
+
+
+def test_expected_reasons() -> None:
+    topo = Topology.from_config(CONFIG)
+    assert expected_unavailability({2}, topo, (1, 2, 3)) == ()
+    assert expected_unavailability({1, 2, 3}, topo, (1, 2, 3)) == ("no-controller-quorum", "no-live-isr-member")
+    dedicated = Topology.from_config({**CONFIG, "cluster": {"nodes": 3, "controllers": 3}})
+    assert expected_unavailability({101, 102}, dedicated, (1, 2, 3)) == ("no-controller-quorum",)
+    assert expected_unavailability({}, topo, (1, 2, 3), link_nodes=(2,), leader=1) == ()
+    assert expected_unavailability({}, topo, (1, 2, 3), link_nodes=(2,), leader=2) == ("client-link-fault",)
+
+
+def test_timeouts_come_from_the_run_config_and_profiles() -> None:
+    fast = Timeouts.from_config(CONFIG)
+    assert (fast.session_s, fast.replica_lag_s, fast.request_timeout_s) == (3.0, 5.0, 5.0)
+    defaults = Timeouts.from_config({**CONFIG, "kafka_settings": fast_test_settings(3, "kafka-defaults")})
+    assert (defaults.session_s, defaults.replica_lag_s) == (9.0, 30.0)
+    assert "broker.session.timeout.ms" not in fast_test_settings(3, "kafka-defaults")
+
+
+@pytest.mark.parametrize(("table", "value", "says"), [
+    ("expect", {"max_unavailable_s": -1}, "expect.max_unavailable_s"),
+    ("expect", {"max_unavailable_s": "soon"}, "expect.max_unavailable_s"),
+    ("expect", {"max_unavailable": 3}, "unknown field"),
+    ("cluster", {"timeouts": "slow"}, "cluster.timeouts"),
+])
+def test_bad_expect_and_profile_values_are_clear_errors(table: str, value: Any, says: str) -> None:
+    with pytest.raises(ScenarioError) as err:
+        parse_scenario({"name": "x", table: value}, source="x.toml")
+    assert says in str(err.value) and "Traceback" not in str(err.value)
+
+
+def test_check_run_writes_availability_and_expect_fails_the_run(tmp_path: Path) -> None:
+    h = History(run_start={**CONFIG, "expect": {"max_unavailable_s": 0.5}})
+    for v in range(5):
+        h.send(v, K, v, v)
+    h.time += 2 * S  # a 2 s stall with a send outstanding
+    i = h.event(9, "invoke", "send", [["send", K, 9]])
+    h.time += 2 * S
+    h.event(9, "ok", "send", [["send", K, [9, 9]]])
+    assert i >= 0
+    h.poll(1, {K: [(o, o) for o in range(5)] + [(9, 9)]})
+    h.drain()
+    result = check_run(h.write(tmp_path / "run"), write=False)
+    avail = result["availability"]
+    assert avail["share"] < 1
+    assert any(w["kind"] == "send" and w["key"] == K for w in avail["windows"])
+    assert [v["name"] for v in result["violations"]] == [FINDING, FINDING]  # the key's and the whole run's

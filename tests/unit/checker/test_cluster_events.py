@@ -1,0 +1,72 @@
+"""Event extraction from node logs, on excerpts captured from a real 3-node run of scenarios/demo.toml
+(tests/unit/checker/data/node-N.log: the lines the extractor reads, cut from the nodes' logs)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+from kafka_chaos.checker.cluster_events import causes_for, derive, extract, read_events, write_events
+
+DATA = Path(__file__).parent / "data"
+T0 = int(datetime(2026, 11, 24, 19, 24, 6, tzinfo=UTC).timestamp() * 1e9)
+
+
+def events_of(node: int) -> list[dict]:
+    return extract((DATA / f"node-{node}.log").read_text(), node, T0)
+
+
+def kinds(events: list[dict]) -> set[str]:
+    return {e["kind"] for e in events}
+
+
+def test_raft_transitions_and_controller_activation() -> None:
+    ev = events_of(1)
+    raft = [(e["state"], e["epoch"]) for e in ev if e["kind"] == "raft-state"]
+    assert raft[:4] == [("Unattached", 0), ("Prospective", 0), ("Candidate", 1), ("Leader", 1)]
+    (active,) = [e for e in ev if e["kind"] == "controller-active"]
+    assert active["epoch"] == 1 and active["time_s"] == 7.34  # 19:24:13,340 − 19:24:06
+    (activation,) = derive(ev)
+    assert activation["node"] == 1 and activation["delay_s"] is not None and activation["delay_s"] < 0.2
+
+
+def test_fencing_unfencing_isr_and_truncation() -> None:
+    ev = events_of(1) + events_of(2) + events_of(3)
+    fenced = [e["text"] for e in ev if e["kind"] == "broker-fenced"]
+    assert fenced[0].startswith("fenced broker 2: its session has timed out")
+    assert any(e["kind"] == "broker-unfenced" and e["text"] == "unfenced broker 2" for e in ev)
+    shrink = [e for e in ev if e["kind"] == "isr-shrink" and e["partition"] == "chaos-0"]
+    assert shrink and shrink[0]["text"] == "chaos-0: ISR 2,1 → 2"
+    truncations = [e for e in ev if e["kind"] == "truncation"]
+    assert truncations and not any(e["partition"].startswith("__") for e in truncations)
+    assert {"raft-state", "broker-state", "isr-update", "become-leader", "server-started"} <= kinds(ev)
+    follower = next(e for e in events_of(2) if e["kind"] == "raft-state" and e["state"] == "Follower")
+    assert follower["text"] == "Raft Follower at epoch 1, leader 1"
+
+
+def test_not_controller_lines_become_one_storm_event() -> None:
+    line = next(x for x in (DATA / "node-1.log").read_text().splitlines() if "NotControllerException" in x)
+    stamp = line[1:24]
+    # the same real line, as a burst of twenty every 100 ms and one stray line 5 s later
+    burst = [line.replace(stamp, f"2026-11-24 19:24:13,{100 + 20 * i:03d}") for i in range(20)]
+    stray = line.replace(stamp, "2026-11-24 19:24:18,000")
+    ev = extract("\n".join([*burst, stray]), 1, T0)
+    (storm,) = ev
+    assert storm["kind"] == "not-controller-storm" and storm["count"] == 20
+    assert "the active controller appears to be node 1" in storm["text"]
+
+
+def test_read_write_and_causes(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for n in (1, 2, 3):
+        (logs / f"node-{n}.log").write_text((DATA / f"node-{n}.log").read_text())
+    ev = read_events(tmp_path, T0)
+    assert [e["time_s"] for e in ev] == sorted(e["time_s"] for e in ev)
+    lines = write_events(tmp_path, ev).read_text().splitlines()
+    assert len(lines) == len(ev) and all(set(e) >= {"time_s", "node", "kind", "text"} for e in ev)
+    window = {"key": "chaos/0", "start_s": 28.0, "end_s": 41.0}
+    causes = causes_for(window, ev)
+    assert any("fenced broker 3" in c for c in causes)
+    assert any("chaos-0: ISR" in c for c in causes)
+    assert not any("chaos-1" in c for c in causes), "another partition's ISR is not a cause for this key"
