@@ -32,7 +32,8 @@ from typing import Any
 
 import orjson
 
-EVENTS_FILE = "events.jsonl"
+from kafka_chaos.rundir import EVENTS_FILE
+
 _LINE = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3})\] (\w+) (.*)$")
 _RAFT = re.compile(r"Completed transition to (\w+?)(?:State)?\((?:.*?)\bepoch=(\d+)(?:.*?\bleader(?:Id)?=(\d+))?")
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (

@@ -17,8 +17,9 @@ import tomli_w
 from kafka_chaos.errors import ScenarioError
 from kafka_chaos.faults.schedule import FaultsConfig, PlannedFault, plan
 from kafka_chaos.harness.scenario import Scenario, load_scenario, parse_scenario
+from kafka_chaos.rundir import RESOLVED_SCENARIO_FILE
 
-RESOLVED_NAME = "scenario.resolved.toml"
+RESOLVED_NAME = RESOLVED_SCENARIO_FILE
 
 
 def scenario_data(s: Scenario) -> dict[str, Any]:

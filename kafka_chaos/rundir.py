@@ -22,6 +22,8 @@ REPORT_FILE = "report.html"
 JUNIT_FILE = "junit.xml"
 RECONCILE_FILE = "reconcile.json"  # Spark's reconciliation of several runs
 LOGS_DIR = "logs"  # each node's log, saved when the cluster is removed
+EVENTS_FILE = "events.jsonl"  # the cluster's own events, from the node logs (checker.cluster_events)
+RESOLVED_SCENARIO_FILE = "scenario.resolved.toml"  # every fault explicit, with the nodes it hit (replay, shrink)
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,14 @@ class RunDir:
     @property
     def junit(self) -> Path:
         return self.path / JUNIT_FILE
+
+    @property
+    def events(self) -> Path:
+        return self.path / EVENTS_FILE
+
+    @property
+    def resolved_scenario(self) -> Path:
+        return self.path / RESOLVED_SCENARIO_FILE
 
     @property
     def logs(self) -> Path:

@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from kafka_chaos.checker.results import RunResults
 from kafka_chaos.errors import KafkaChaosError
-from kafka_chaos.rundir import HISTORY_FILE, LOGS_DIR, RESULTS_FILE, SCENARIO_FILE, STATE_FILE
+from kafka_chaos.rundir import HISTORY_FILE, LOGS_DIR, RESULTS_FILE, SCENARIO_FILE, STATE_FILE, RunDir
 
 DEFAULT_MAX_INSTANCES = 20
 MAX_OPS_SHOWN = 6
@@ -406,6 +406,8 @@ class RunData:
     files: list[tuple[str, int]]
     """(name, size) of the run's other files that exist."""
     max_instances: int
+    cluster_events: list[dict[str, Any]] = field(default_factory=list)
+    """The cluster's own events from its node logs (events.jsonl: time_s, node, kind, text)."""
 
     @property
     def duration_ns(self) -> int:
@@ -535,7 +537,23 @@ def load_run(run_dir: Path, *, max_instances: int = DEFAULT_MAX_INSTANCES) -> Ru
         logs=logs,
         files=files,
         max_instances=max_instances,
+        cluster_events=read_cluster_events(RunDir(run_dir).events),
     )
+
+
+def read_cluster_events(path: Path) -> list[dict[str, Any]]:
+    """events.jsonl, leniently: a line that is not an event with a time is skipped (it is evidence on the side)."""
+    if not path.is_file():
+        return []
+    out = []
+    for line in path.read_text(errors="replace").splitlines():
+        try:
+            e = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(e, dict) and isinstance(e.get("time_s"), int | float):
+            out.append(e)
+    return out
 
 
 # -- small formatting helpers --------------------------------------------------------------------------------

@@ -13,6 +13,8 @@ from kafka_chaos.report.data import (
     FaultBand,
     RunData,
     StateChange,
+    as_dict,
+    as_list,
     esc,
     instances_by_name,
     short,
@@ -469,6 +471,25 @@ def timeline_svg(data: RunData) -> str:
     plot_bottom = y - PANEL_GAP + 4
     axis_y = plot_bottom + 4
     total_h = axis_y + 30
+
+    # availability windows (results' availability): where writes or reads stalled, with their causes
+    for w in as_list(as_dict((data.results or {}).get("availability")).get("windows")):
+        if not isinstance(w, dict) or not isinstance(w.get("start_s"), int | float):
+            continue
+        end_s = w.get("end_s")
+        x1 = tl.x(float(w["start_s"]))
+        x2 = tl.x(float(end_s)) if isinstance(end_s, int | float) else x1
+        tip = (f"no successful {w.get('kind', '?')} on {w.get('key') or 'any key'} for {w.get('duration_s', '?')} s"
+               + (f" ({w['finding']})" if w.get("finding") else "")
+               + (": " + "; ".join(map(str, w.get("causes") or []))[:600] if w.get("causes") else ""))
+        svg.rect(x1, plot_bottom - 10, max(x2 - x1, 2.0), 6, "#b3261e" if w.get("finding") else "#e0a000",
+                 ' fill-opacity="0.7" class="availability-window"', title=tip)
+
+    # the cluster's own events (node logs): a tick each on the time axis, the text on hover
+    for e in data.cluster_events[:MAX_MARKS]:
+        x = tl.x(float(e["time_s"]))
+        svg.line(x, plot_bottom - 3, x, plot_bottom + 4, "#444444", 1.2, ' class="cluster-event"',
+                 title=f"{float(e['time_s']):.2f}s node {e.get('node', '?')} {e.get('kind', '')}: {e.get('text', '')}")
 
     # the final drain: its own band, so its reads are not taken for the workload's
     if data.history.drain_start is not None:

@@ -140,3 +140,18 @@ def test_the_final_drain_is_a_band_of_its_own(tmp_path: Path) -> None:
     assert page.count('class="drain-band"') == 1 and "final drain: every partition read" in page
     cut = render_report(make_run(tmp_path / "cut", complete=False).run_dir)
     assert 'class="drain-band"' not in cut  # a run cut short never reached its drain
+
+
+def test_cluster_events_and_availability_windows_on_the_timeline(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "run")
+    (run.run_dir / "events.jsonl").write_text(
+        json.dumps({"time_s": 11.2, "node": 1, "kind": "raft-state", "text": "node 1 became leader in epoch 4"})
+        + "\nnot json\n")
+    results = _results(run.run_dir)
+    results["availability"] = {"share": 0.9, "windows": [
+        {"key": "chaos/0", "kind": "send", "start_s": 10.0, "end_s": 14.0, "duration_s": 4.0, "faults": ["kill"],
+         "predicted_s": 6.0, "finding": None, "causes": ["node 1 became leader in epoch 4"]}]}
+    (run.run_dir / "results.json").write_text(json.dumps(results))
+    page = render_report(run.run_dir)
+    assert page.count('class="cluster-event"') == 1 and "node 1 raft-state: node 1 became leader in epoch 4" in page
+    assert page.count('class="availability-window"') == 1 and "no successful send on chaos/0 for 4.0 s" in page
