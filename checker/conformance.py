@@ -23,6 +23,7 @@ times as they apply.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -195,68 +196,87 @@ def ack_below_min_isr(
     """
     if not known or cfg.acks != "all" or sends.num_rows == 0:
         return []
-    min_isr = cfg.min_insync
-    ok = np.asarray(sends.column("type").to_pylist(), dtype=object) == "ok"
-    complete = _column(sends, "complete_time")
-    ok &= complete >= 0
-    if not ok.any():
+    acked = _AckedSends.of(sends)
+    if acked is None:
         return []
-    keys = np.asarray(sends.column("key").to_pylist(), dtype=object)
-    values, offsets = _column(sends, "value"), _column(sends, "offset")
-    ops, invoke = _column(sends, "op_index"), _column(sends, "invoke_time")
     out: list[dict[str, Any]] = []
-    for key, rows in by_key.items():
-        rows = [s for s in rows if isinstance(s.get("isr"), list)]
-        if not rows:
-            continue
-        times = np.array([s["time"] for s in rows], dtype=np.int64)
-        newest = -1
-        fresh_below = np.zeros(len(rows), dtype=bool)
-        for i, s in enumerate(rows):
-            e = _epoch(s)
-            stale = e is not None and e < newest
-            if e is not None:
-                newest = max(newest, e)
-            fresh_below[i] = len(s["isr"]) < min_isr and not stale
-        # prefix count of samples that are NOT fresh-and-below, to test "all in range" in O(1)
-        bad_prefix = np.concatenate([[0], np.cumsum(~fresh_below)])
-        sel = np.nonzero(ok & (keys == key))[0]
-        if len(sel) == 0:
-            continue
-        inv, comp = invoke[sel], complete[sel]
-        in_lo, in_hi = np.searchsorted(times, inv, "left"), np.searchsorted(times, comp, "right")
-        w_lo = np.searchsorted(times, inv - staleness_ns, "left")
-        w_hi = np.searchsorted(times, comp + staleness_ns, "right")
-        flagged = (in_hi > in_lo) & (bad_prefix[w_hi] - bad_prefix[w_lo] == 0)
-        group: dict[str, Any] | None = None
-        for j in np.nonzero(flagged)[0]:
-            row, lo, hi = int(sel[j]), int(w_lo[j]), int(w_hi[j])
-            if group is None or lo >= group["_hi"]:
-                group = {
-                    "key": key,
-                    "values": [],
-                    "offsets": [],
-                    "ops": [],
-                    "min_insync": min_isr,
-                    "invoke_time": int(invoke[row]),
-                    "complete_time": int(complete[row]),
-                    "_lo": lo,
-                    "_hi": hi,
-                }
-                out.append(group)
-            group["values"].append(int(values[row]))
-            group["offsets"].append(int(offsets[row]) if offsets[row] >= 0 else None)
-            group["ops"].append(int(ops[row]))
-            group["complete_time"] = max(group["complete_time"], int(complete[row]))
-            group["_hi"] = max(group["_hi"], hi)
-    for g in out:
-        lo, hi = g.pop("_lo"), g.pop("_hi")
+    for key, samples in by_key.items():
+        rows = [s for s in samples if isinstance(s.get("isr"), list)]
+        if rows:
+            out.extend(_group_by_evidence(key, rows, acked, cfg.min_insync, staleness_ns))
+    return out
+
+
+@dataclass(frozen=True)
+class _AckedSends:
+    """The sends table's columns ack_below_min_isr reads, and which rows are acknowledged."""
+
+    ok: np.ndarray[Any, Any]
+    keys: np.ndarray[Any, Any]
+    values: np.ndarray[Any, Any]
+    offsets: np.ndarray[Any, Any]
+    ops: np.ndarray[Any, Any]
+    invoke: np.ndarray[Any, Any]
+    complete: np.ndarray[Any, Any]
+
+    @classmethod
+    def of(cls, sends: pa.Table) -> _AckedSends | None:
+        complete = _column(sends, "complete_time")
+        ok = (np.asarray(sends.column("type").to_pylist(), dtype=object) == "ok") & (complete >= 0)
+        if not ok.any():
+            return None
+        return cls(ok, np.asarray(sends.column("key").to_pylist(), dtype=object), _column(sends, "value"),
+                   _column(sends, "offset"), _column(sends, "op_index"), _column(sends, "invoke_time"), complete)
+
+
+def _fresh_below(rows: list[Sample], min_isr: int) -> np.ndarray[Any, Any]:
+    """Per sample: its ISR is below min ISR and it is not stale (its epoch not behind one already seen)."""
+    newest = -1
+    out = np.zeros(len(rows), dtype=bool)
+    for i, s in enumerate(rows):
+        e = _epoch(s)
+        stale = e is not None and e < newest
+        if e is not None:
+            newest = max(newest, e)
+        out[i] = len(s["isr"]) < min_isr and not stale
+    return out
+
+
+def _group_by_evidence(key: str, rows: list[Sample], acked: _AckedSends, min_isr: int,
+                       staleness_ns: int) -> list[dict[str, Any]]:
+    """The key's acknowledged sends whose evidence window shows only fresh samples below min ISR, grouped while
+    their windows overlap (one instance per stretch of evidence)."""
+    sel = np.nonzero(acked.ok & (acked.keys == key))[0]
+    if len(sel) == 0:
+        return []
+    times = np.array([s["time"] for s in rows], dtype=np.int64)
+    # prefix count of samples that are NOT fresh-and-below, to test "all in range" in O(1)
+    bad_prefix = np.concatenate([[0], np.cumsum(~_fresh_below(rows, min_isr))])
+    inv, comp = acked.invoke[sel], acked.complete[sel]
+    in_lo, in_hi = np.searchsorted(times, inv, "left"), np.searchsorted(times, comp, "right")
+    w_lo = np.searchsorted(times, inv - staleness_ns, "left")
+    w_hi = np.searchsorted(times, comp + staleness_ns, "right")
+    flagged = (in_hi > in_lo) & (bad_prefix[w_hi] - bad_prefix[w_lo] == 0)
+    groups: list[dict[str, Any]] = []
+    lo_hi: list[tuple[int, int]] = []
+    for j in np.nonzero(flagged)[0]:
+        row, lo, hi = int(sel[j]), int(w_lo[j]), int(w_hi[j])
+        if not groups or lo >= lo_hi[-1][1]:
+            groups.append({"key": key, "values": [], "offsets": [], "ops": [], "min_insync": min_isr,
+                           "invoke_time": int(acked.invoke[row]), "complete_time": int(acked.complete[row])})
+            lo_hi.append((lo, hi))
+        g = groups[-1]
+        g["values"].append(int(acked.values[row]))
+        g["offsets"].append(int(acked.offsets[row]) if acked.offsets[row] >= 0 else None)
+        g["ops"].append(int(acked.ops[row]))
+        g["complete_time"] = max(g["complete_time"], int(acked.complete[row]))
+        lo_hi[-1] = (lo_hi[-1][0], max(lo_hi[-1][1], hi))
+    for g, (lo, hi) in zip(groups, lo_hi, strict=True):
         g["value"], g["offset"] = g["values"][0], g["offsets"][0]
-        evidence = by_key[g["key"]]
-        evidence = [s for s in evidence if isinstance(s.get("isr"), list)][lo:hi]
+        evidence = rows[lo:hi]
         g["isr_sizes"] = sorted({len(s["isr"]) for s in evidence})
         g["samples"] = evidence[:MAX_SAMPLES_PER_INSTANCE]
-    return out
+    return groups
 
 
 def vanished_read(
@@ -278,73 +298,101 @@ def vanished_read(
     """
     if polls.num_rows == 0:
         return []
-    keys = np.asarray(polls.column("key").to_pylist(), dtype=object)
-    values, offsets = _column(polls, "value"), _column(polls, "offset")
-    times, ops = _column(polls, "time"), _column(polls, "op_index")
-    groups: dict[tuple[str, str, int], dict[str, Any]] = {}
+    reads = _Reads.of(polls)
+    for key in sorted(set(reads.keys.tolist())):
+        sel = np.nonzero(reads.keys == key)[0]
+        rows = by_key.get(key, [])
+        _overwritten(reads, key, sel, rows)
+        _below_log_start(reads, key, sel, rows, staleness_ns)
+        _beyond_final_hw(reads, key, sel, rows, staleness_ns)
+    return reads.instances()
 
-    def add(key: str, kind: str, evidence: int, row: int, extra: dict[str, Any]) -> None:
-        g = groups.get((key, kind, evidence))
+
+@dataclass
+class _Reads:
+    """The polls table's columns, and the vanished-read instances found so far, per (key, evidence kind, id)."""
+
+    keys: np.ndarray[Any, Any]
+    values: np.ndarray[Any, Any]
+    offsets: np.ndarray[Any, Any]
+    times: np.ndarray[Any, Any]
+    ops: np.ndarray[Any, Any]
+    groups: dict[tuple[str, str, int], dict[str, Any]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, polls: pa.Table) -> _Reads:
+        return cls(np.asarray(polls.column("key").to_pylist(), dtype=object), _column(polls, "value"),
+                   _column(polls, "offset"), _column(polls, "time"), _column(polls, "op_index"))
+
+    def add(self, key: str, kind: str, evidence: int, row: int, extra: dict[str, Any]) -> dict[str, Any]:
+        g = self.groups.get((key, kind, evidence))
         if g is None:
             g = {"key": key, "evidence": kind, "values": [], "offsets": [], "ops": [], "times": [], **extra}
-            groups[(key, kind, evidence)] = g
-        if int(values[row]) in g["values"] and int(offsets[row]) in g["offsets"]:
-            return
-        g["values"].append(int(values[row]))
-        g["offsets"].append(int(offsets[row]))
-        g["ops"].append(int(ops[row]))
-        g["times"].append(int(times[row]))
+            self.groups[(key, kind, evidence)] = g
+        if int(self.values[row]) in g["values"] and int(self.offsets[row]) in g["offsets"]:
+            return g
+        g["values"].append(int(self.values[row]))
+        g["offsets"].append(int(self.offsets[row]))
+        g["ops"].append(int(self.ops[row]))
+        g["times"].append(int(self.times[row]))
+        return g
 
-    for key in sorted(set(keys.tolist())):
-        sel = np.nonzero(keys == key)[0]
-        order = sel[np.lexsort((times[sel], offsets[sel]))]
-        rows = by_key.get(key, [])
-        # overwritten: within one offset, a later read with another value
-        start = 0
-        while start < len(order):
-            end = start
-            while end + 1 < len(order) and offsets[order[end + 1]] == offsets[order[start]]:
-                end += 1
-            block = order[start : end + 1]
-            if len(set(values[block].tolist())) > 1:
-                for a in block:
-                    rereads = [b for b in block if times[b] > times[a] and values[b] != values[a]]
-                    if rereads:
-                        b = int(rereads[0])
-                        add(key, "overwritten", int(ops[b]), int(a), {
-                            "later_value": int(values[b]),
-                            "samples": _transitions(rows, int(times[a]), int(times[b])),
-                        })
-                        groups[(key, "overwritten", int(ops[b]))]["ops"].append(int(ops[b]))
-            start = end + 1
-        # below the log start, by a later sample
-        starts = [s for s in rows if isinstance(s.get("log_start_offset"), int)]
-        for row in sel:
-            t, o = int(times[row]), int(offsets[row])
-            moved = next(
-                (s for s in starts if s["time"] > t + staleness_ns and s["log_start_offset"] > o), None
-            )
-            if moved is not None:
-                add(key, "below-log-start", int(moved["time"]), int(row), {"samples": [moved]})
-        # beyond the final high watermark
-        with_hw = [s for s in rows if isinstance(s.get("hw"), int) and s["hw"] >= 0]
-        if len(with_hw) >= 2:
-            last2 = with_hw[-2:]
-            same_epoch = _epoch(last2[0]) == _epoch(last2[1])
-            final_hw = max(s["hw"] for s in last2)
-            if same_epoch:
-                for row in sel:
-                    t, o = int(times[row]), int(offsets[row])
-                    if o >= final_hw and last2[0]["time"] > t + staleness_ns:
-                        add(key, "beyond-final-hw", int(last2[1]["time"]), int(row), {
-                            "final_hw": final_hw,
-                            "samples": last2,
-                        })
-    out = list(groups.values())
-    for g in out:
-        g["ops"] = sorted(set(g["ops"]))
-        g["value"], g["offset"] = g["values"][0], g["offsets"][0]
-    return out
+    def instances(self) -> list[dict[str, Any]]:
+        out = list(self.groups.values())
+        for g in out:
+            g["ops"] = sorted(set(g["ops"]))
+            g["value"], g["offset"] = g["values"][0], g["offsets"][0]
+        return out
+
+
+def _overwritten(reads: _Reads, key: str, sel: np.ndarray[Any, Any], rows: list[Sample]) -> None:
+    """Within one offset of the key, a later read that found another value."""
+    t, o, v = reads.times, reads.offsets, reads.values
+    order = sel[np.lexsort((t[sel], o[sel]))]
+    start = 0
+    while start < len(order):
+        end = start
+        while end + 1 < len(order) and o[order[end + 1]] == o[order[start]]:
+            end += 1
+        block = order[start : end + 1]
+        if len(set(v[block].tolist())) > 1:
+            for a in block:
+                rereads = [b for b in block if t[b] > t[a] and v[b] != v[a]]
+                if rereads:
+                    b = int(rereads[0])
+                    g = reads.add(key, "overwritten", int(reads.ops[b]), int(a), {
+                        "later_value": int(v[b]), "samples": _transitions(rows, int(t[a]), int(t[b]))})
+                    g["ops"].append(int(reads.ops[b]))
+        start = end + 1
+
+
+def _below_log_start(reads: _Reads, key: str, sel: np.ndarray[Any, Any], rows: list[Sample],
+                     staleness_ns: int) -> None:
+    """A later sample (past the staleness margin) whose log start offset is above the offset read."""
+    starts = [s for s in rows if isinstance(s.get("log_start_offset"), int)]
+    for row in sel:
+        t, o = int(reads.times[row]), int(reads.offsets[row])
+        moved = next((s for s in starts if s["time"] > t + staleness_ns and s["log_start_offset"] > o), None)
+        if moved is not None:
+            reads.add(key, "below-log-start", int(moved["time"]), int(row), {"samples": [moved]})
+
+
+def _beyond_final_hw(reads: _Reads, key: str, sel: np.ndarray[Any, Any], rows: list[Sample],
+                     staleness_ns: int) -> None:
+    """The key's last two high-watermark samples, in one epoch and past the staleness margin, end at or below
+    the offset read: at the end of the run the log no longer reaches it."""
+    with_hw = [s for s in rows if isinstance(s.get("hw"), int) and s["hw"] >= 0]
+    if len(with_hw) < 2:
+        return
+    last2 = with_hw[-2:]
+    if _epoch(last2[0]) != _epoch(last2[1]):
+        return
+    final_hw = max(s["hw"] for s in last2)
+    for row in sel:
+        t, o = int(reads.times[row]), int(reads.offsets[row])
+        if o >= final_hw and last2[0]["time"] > t + staleness_ns:
+            reads.add(key, "beyond-final-hw", int(last2[1]["time"]), int(row), {"final_hw": final_hw,
+                                                                              "samples": last2})
 
 
 def conformance(
