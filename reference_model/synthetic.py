@@ -154,141 +154,166 @@ def synthetic_history(
     ``seed``. Keys are ``f"{topic}/{p}"``; partition p's replicas are rotated by p, so leaders differ, and a
     fault on broker b hits every partition's replica on b at once."""
     cfg, _known = RunConfig.coerce(config)
-    rng = random.Random(seed)
-    replicas = tuple(range(1, cfg.rf + 1))
-    keys = [f"{topic}/{p}" for p in range(partitions)]
-    clusters = {
-        k: Cluster(
-            TopicConfig(
-                replicas=replicas[p % len(replicas):] + replicas[: p % len(replicas)],
-                min_insync=cfg.min_insync,
-                unclean=cfg.unclean,
-                elr=cfg.elr,
-            ),
-            eager=True,
-        )
-        for p, k in enumerate(keys)
-    }
-    script = _script(faults, replicas, rng)
-    w = _Writer()
-    w.emit("harness", "info", "run-start", _scenario(cfg, seed, partitions, topic, producers))
-    w.emit("harness", "info", "topic", {"topic": topic, "keys": keys})
-    consumer = producers
-    next_process = producers + 1
-    w.emit(consumer, "invoke", "assign", keys)
-    w.emit(consumer, "ok", "assign", keys)
-    slots = list(range(producers))  # slot -> current process number
-    idle = list(range(producers))
-    ops: dict[int, _Op] = {}
-    positions = dict.fromkeys(keys, 0)
-    max_attempts = 1 + (DEFAULT_RETRIES if cfg.retries is None else cfg.retries)
-    k_faults, k_heal = len(script.faults), len(script.heal)
-    due = [int(n_values * (0.2 + 0.35 * i / max(k_faults, 1))) for i in range(k_faults)]
-    due += [int(n_values * (0.7 + 0.2 * i / max(k_heal, 1))) for i in range(k_heal)]
-    script_pos = sent = step = 0
+    sim = _Simulation(cfg, faults, n_values, seed, partitions, topic, producers, mid_run_polls)
+    sim.start()
+    sim.run()
+    sim.settle_and_drain()
+    return sim.w.events, _expected(sim.w.events, sim.clusters)
 
-    def send(op: _Op) -> None:
-        c = clusters[op.key]
+
+class _Simulation:
+    """The model cluster per key, the producers' Jepsen processes and one consumer, stepped at random: the
+    steps of `synthetic_history`, each a method. The order of random draws is part of the output (a seed
+    replays a history), so the methods draw in the order the loop calls them."""
+
+    def __init__(self, cfg: RunConfig, faults: str | FaultScript | Sequence[Event], n_values: int, seed: int,
+                 partitions: int, topic: str, producers: int, mid_run_polls: bool) -> None:
+        self.cfg, self.n_values, self.seed, self.mid_run_polls = cfg, n_values, seed, mid_run_polls
+        self.partitions, self.topic, self.producers = partitions, topic, producers
+        self.rng = random.Random(seed)
+        replicas = tuple(range(1, cfg.rf + 1))
+        self.keys = [f"{topic}/{p}" for p in range(partitions)]
+        self.clusters = {
+            k: Cluster(
+                TopicConfig(
+                    replicas=replicas[p % len(replicas):] + replicas[: p % len(replicas)],
+                    min_insync=cfg.min_insync,
+                    unclean=cfg.unclean,
+                    elr=cfg.elr,
+                ),
+                eager=True,
+            )
+            for p, k in enumerate(self.keys)
+        }
+        self.script = _script(faults, replicas, self.rng)
+        self.w = _Writer()
+        self.consumer = producers
+        self.next_process = producers + 1
+        self.slots = list(range(producers))  # slot -> current process number
+        self.idle = list(range(producers))
+        self.ops: dict[int, _Op] = {}
+        self.positions = dict.fromkeys(self.keys, 0)
+        self.max_attempts = 1 + (DEFAULT_RETRIES if cfg.retries is None else cfg.retries)
+        k_faults, k_heal = len(self.script.faults), len(self.script.heal)
+        self.due = [int(n_values * (0.2 + 0.35 * i / max(k_faults, 1))) for i in range(k_faults)]
+        self.due += [int(n_values * (0.7 + 0.2 * i / max(k_heal, 1))) for i in range(k_heal)]
+        self.script_pos = self.sent = self.step = 0
+
+    def start(self) -> None:
+        w = self.w
+        w.emit("harness", "info", "run-start",
+               _scenario(self.cfg, self.seed, self.partitions, self.topic, self.producers))
+        w.emit("harness", "info", "topic", {"topic": self.topic, "keys": self.keys})
+        w.emit(self.consumer, "invoke", "assign", self.keys)
+        w.emit(self.consumer, "ok", "assign", self.keys)
+
+    def run(self) -> None:
+        """Until every value is sent and settled and the fault script has played, or the step limit."""
+        limit = 200 * self.n_values + 20_000
+        while self.step < limit:
+            self.step += 1
+            self.w.tick(self.rng)
+            if self.script_pos < len(self.script.events) and self.sent >= self.due[self.script_pos]:
+                _nemesis(self.w, self.clusters, self.script.events[self.script_pos])
+                self.script_pos += 1
+                continue
+            for op in list(self.ops.values()):
+                self.resolve(op)
+            if self.sent >= self.n_values and self.script_pos == len(self.script.events) and not self.ops:
+                break
+            self.random_step()
+
+    def random_step(self) -> None:
+        """One thing happens: a replication protocol step, a new send, or a consumer poll."""
+        rng = self.rng
+        r = rng.random()
+        if r < 0.55:
+            k = rng.choice(self.keys)
+            steps = [ev for ev in self.clusters[k].enabled_protocol_events() if _realistic(self.clusters[k], ev)]
+            if steps:
+                self.clusters[k].apply(rng.choice(steps))
+        elif r < 0.85 and self.sent < self.n_values and self.idle:
+            slot = self.idle.pop(0)
+            self.sent += 1
+            op = _Op(self.slots[slot], slot, rng.choice(self.keys), self.sent, 1, self.step)
+            self.ops[op.value] = op
+            self.w.emit(op.process, "invoke", "send", [["send", op.key, op.value]])
+            self.send(op)
+            if op.value in self.ops:
+                self.resolve(op)
+        elif r < 0.9 and self.mid_run_polls and not self.cfg.unclean:
+            self.poll(read_all=False)
+
+    def send(self, op: _Op) -> None:
+        c = self.clusters[op.key]
         believers = [b for b in c.config.replicas if c.brokers[b].believes_leader()]
         legit = c.reg.leader if c.reg.leader in believers else None
         if not believers:
             c.outcomes.pop(op.value, None)
             error = ["NOT_LEADER_OR_FOLLOWER", "no broker leads the partition"]
-            finish(op, "info" if op.ambiguous else "fail", None, error)
+            self.finish(op, "info" if op.ambiguous else "fail", None, error)
             return
-        target = legit if legit is not None and rng.random() < 0.85 else rng.choice(believers)
-        c.apply(Produce(op.value, cfg.acks, target, idempotent=cfg.idempotence))
-        op.started = step
+        target = legit if legit is not None and self.rng.random() < 0.85 else self.rng.choice(believers)
+        c.apply(Produce(op.value, self.cfg.acks, target, idempotent=self.cfg.idempotence))
+        op.started = self.step
 
-    def finish(op: _Op, type_: str, offset: int | None, error: list[str] | None) -> None:
+    def finish(self, op: _Op, type_: str, offset: int | None, error: list[str] | None) -> None:
         value = [[("send"), op.key, [offset, op.value]]]
-        w.emit(op.process, type_, "send", value, error)
-        del ops[op.value]
-        if type_ == "info":
-            nonlocal next_process
-            slots[op.slot] = next_process
-            next_process += 1
-        idle.append(op.slot)
+        self.w.emit(op.process, type_, "send", value, error)
+        del self.ops[op.value]
+        if type_ == "info":  # Jepsen: a process whose op ended unknown never runs again
+            self.slots[op.slot] = self.next_process
+            self.next_process += 1
+        self.idle.append(op.slot)
 
-    def resolve(op: _Op) -> None:
-        c = clusters[op.key]
+    def resolve(self, op: _Op) -> None:
+        c = self.clusters[op.key]
         if op.value in c.pending:
-            if step - op.started > TIMEOUT_STEPS:
+            if self.step - op.started > TIMEOUT_STEPS:
                 c.apply(Timeout(op.value))
             else:
                 return
         outcome = c.outcomes.get(op.value)
         if outcome is None:
             return
-        if outcome.type == "info" and op.attempts < max_attempts and cfg.acks != "0":
+        if outcome.type == "info" and op.attempts < self.max_attempts and self.cfg.acks != "0":
             op.attempts += 1
             op.ambiguous = True
-            send(op)
+            self.send(op)
             return
         error = [outcome.error, outcome.error.lower().replace("_", " ")] if outcome.error else None
         type_ = "info" if outcome.type == "fail" and op.ambiguous else outcome.type
-        finish(op, type_, outcome.offset if type_ == "ok" else None, error)
+        self.finish(op, type_, outcome.offset if type_ == "ok" else None, error)
 
-    def poll(read_all: bool) -> None:
+    def poll(self, read_all: bool) -> None:
         records: dict[str, list[list[int]]] = {}
-        for k in keys:
-            c = clusters[k]
+        for k in self.keys:
+            c = self.clusters[k]
             lb = c.leader_broker()
             if lb is None or not lb.believes_leader() or lb.view is None or lb.view.epoch != c.reg.epoch:
                 continue
-            pos = positions[k]
-            end = lb.hw if read_all else min(lb.hw, pos + rng.randint(1, 20))
+            pos = self.positions[k]
+            end = lb.hw if read_all else min(lb.hw, pos + self.rng.randint(1, 20))
             if end > pos:
                 records[k] = [[o, lb.log[o][0]] for o in range(pos, end)]
-                positions[k] = end
-        w.emit(consumer, "invoke", "poll", [["poll"]])
-        w.tick(rng)
-        w.emit(consumer, "ok", "poll", [["poll", records]])
+                self.positions[k] = end
+        self.w.emit(self.consumer, "invoke", "poll", [["poll"]])
+        self.w.tick(self.rng)
+        self.w.emit(self.consumer, "ok", "poll", [["poll", records]])
 
-    limit = 200 * n_values + 20_000
-    while step < limit:
-        step += 1
-        w.tick(rng)
-        if script_pos < len(script.events) and sent >= due[script_pos]:
-            _nemesis(w, clusters, script.events[script_pos])
-            script_pos += 1
-            continue
-        for op in list(ops.values()):
-            resolve(op)
-        if sent >= n_values and script_pos == len(script.events) and not ops:
-            break
-        r = rng.random()
-        if r < 0.55:
-            k = rng.choice(keys)
-            steps = [ev for ev in clusters[k].enabled_protocol_events() if _realistic(clusters[k], ev)]
-            if steps:
-                clusters[k].apply(rng.choice(steps))
-        elif r < 0.85 and sent < n_values and idle:
-            slot = idle.pop(0)
-            sent += 1
-            op = _Op(slots[slot], slot, rng.choice(keys), sent, 1, step)
-            ops[op.value] = op
-            w.emit(op.process, "invoke", "send", [["send", op.key, op.value]])
-            send(op)
-            if op.value in ops:
-                resolve(op)
-        elif r < 0.9 and mid_run_polls and not cfg.unclean:
-            poll(read_all=False)
-
-    # the end of the run: everything healed, the cluster settled, open requests time out, the drain reads
-    for c in clusters.values():
-        _heal_everything(c)
-    for op in list(ops.values()):
-        c = clusters[op.key]
-        if op.value in c.pending:
-            c.apply(Timeout(op.value))
-        outcome = c.outcomes.get(op.value)
-        finish(op, outcome.type if outcome else "info", outcome.offset if outcome else None, None)
-    w.tick(rng)
-    poll(read_all=True)
-    w.emit("harness", "info", "drain-complete", True)
-    expected = _expected(w.events, clusters)
-    return w.events, expected
+    def settle_and_drain(self) -> None:
+        """The end of the run: everything healed, the cluster settled, open requests time out, the drain reads."""
+        for c in self.clusters.values():
+            _heal_everything(c)
+        for op in list(self.ops.values()):
+            c = self.clusters[op.key]
+            if op.value in c.pending:
+                c.apply(Timeout(op.value))
+            outcome = c.outcomes.get(op.value)
+            self.finish(op, outcome.type if outcome else "info", outcome.offset if outcome else None, None)
+        self.w.tick(self.rng)
+        self.poll(read_all=True)
+        self.w.emit("harness", "info", "drain-complete", True)
 
 
 def _realistic(c: Cluster, ev: Event) -> bool:
