@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 SHELL := /bin/bash
 
-.PHONY: setup venv engine images demo test lint bench clean
+.PHONY: setup venv engine images demo test nightly lint bench clean
 
 setup: venv engine images
 
@@ -29,6 +29,10 @@ demo: setup
 
 test: setup
 	$(BIN)/pytest
+
+# What the nightly workflow runs: the tests marked `nightly` (deselected by `make test`).
+nightly: setup
+	$(BIN)/pytest -m nightly
 
 lint: venv
 	$(BIN)/ruff check .
