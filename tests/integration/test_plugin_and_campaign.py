@@ -96,6 +96,9 @@ def test_two_run_campaign_end_to_end_and_resume_after_interrupt(tmp_path, kafka_
         assert run["status"] == "done" and run["passed"] and run["complete"]
         assert Path(run["run_dir"], "report.html").exists()
     index = (cdir / "index.html").read_text()
-    assert index.count("<tr class=pass>") == 2
+    by_verdict = index[index.index('id="runs-by-verdict"') :]
+    by_verdict = by_verdict[: by_verdict.index("</table>")]
+    assert by_verdict.count('<tr class="pass">') == 2, "both runs listed as passed"
+    assert 'class="cell pass"' in index and 'class="cell violation"' not in index
     junit = (cdir / "junit.xml").read_text()
     assert junit.count("<testcase") == 2 and "<failure" not in junit
