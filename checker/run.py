@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka_chaos.checker.analysis import analyse, json_default
+from kafka_chaos.checker.anomalies.cycles import read_txn_history
 from kafka_chaos.checker.faults import faults_from_history
 from kafka_chaos.checker.health import health_summary
 from kafka_chaos.checker.tables import history_to_tables, read_state_samples, write_tables
@@ -45,6 +46,7 @@ def check_run(run_dir: Path, *, write: bool = True, config: Any = None) -> dict[
         op_counts=meta.op_counts,
         ok_poll_times=meta.ok_poll_times,
         state_samples=samples,
+        txns=read_txn_history(run_dir / HISTORY_FILE if run_dir.is_dir() else run_dir),
     )
     result = analysis.to_dict()
     result["run"] = meta.to_dict()

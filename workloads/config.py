@@ -32,8 +32,9 @@ class WorkloadConfig(BaseModel):
     txn_abort_share: float = Field(0.1, ge=0, le=1, description="txn: share of transactions aborted on purpose")
     txn_mixed_share: float = Field(0.3, ge=0, le=1,
                                    description="txn: share that poll and send in one transaction (offsets in it)")
-    txn_isolation: tuple[Literal["read_committed", "read_uncommitted"], ...] = Field(
-        ("read_committed", "read_uncommitted"), description="txn: one standalone consumer per isolation level")
+    txn_isolation: list[Literal["read_committed", "read_uncommitted"]] = Field(
+        ["read_committed", "read_uncommitted"],
+        description="txn: one standalone consumer per isolation level")
 
     @field_validator("acks", mode="before")
     @classmethod

@@ -93,7 +93,7 @@ class TxnProducerThread:
             "acks": "all",
             "linger.ms": c.linger_ms,
             "request.timeout.ms": c.request_timeout_ms,
-            "delivery.timeout.ms": max(c.delivery_timeout_ms, TXN_TIMEOUT_MS),
+            "delivery.timeout.ms": min(c.delivery_timeout_ms, TXN_TIMEOUT_MS),  # librdkafka: <= the txn timeout
             "metadata.max.age.ms": 5000,
             "topic.metadata.refresh.interval.ms": 1000,
             "client.id": f"kafka-chaos-txn-{self.thread}",
@@ -119,9 +119,9 @@ class TxnProducerThread:
         timeout = self.config.request_timeout_ms / 1000 * 3
         while not self.stop_event.is_set():
             process = self.recorder.new_process()
-            producer = self._producer()
             consumer: Consumer | None = None
             try:
+                producer = self._producer()
                 producer.init_transactions(timeout)
                 consumer = self._consumer() if self.config.txn_mixed_share > 0 else None
             except KafkaException as err:  # no op of this process was invoked: just try a new one
