@@ -27,7 +27,13 @@ from kafka_chaos.checker.anomalies.log import duplicate_cases, inconsistent_offs
 from kafka_chaos.checker.anomalies.lost import lost_write_cases, unseen_cases, unseen_series
 from kafka_chaos.checker.anomalies.polls import int_poll_skip_nonmonotonic_cases, poll_skip_nonmonotonic_cases
 from kafka_chaos.checker.anomalies.sends import int_send_skip_nonmonotonic_cases, nonmonotonic_send_cases
-from kafka_chaos.checker.anomalies.txn import cycle_cases, g1a_cases, precommitted_read_cases, with_isolation
+from kafka_chaos.checker.anomalies.txn import (
+    cycle_cases,
+    g1a_cases,
+    precommitted_read_cases,
+    with_isolation,
+    with_uncommitted_skips,
+)
 from kafka_chaos.checker.context import I64, Context, prepare
 from kafka_chaos.checker.faults import FaultSummary
 from kafka_chaos.checker.schema import ANOMALIES_BAD_BY_DEFAULT
@@ -94,6 +100,8 @@ def find_anomalies(
         "precommitted-read": precommitted_read_cases(ctx),
         **cycles,
     }
+    for name in ("poll-skip", "int-poll-skip"):
+        with_uncommitted_skips(found[name], txns)
     return {name: found[name] for name in ANOMALY_NAMES}, ctx
 
 

@@ -606,6 +606,11 @@ def _nonmonotonic_send(_i: Mapping[str, Any], cfg: RunConfig, known: bool, fault
 
 
 def _consumer_order(i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: FaultSummary) -> Verdict:
+    if i.get("skipped_uncommitted") and i.get("isolation", "read_committed") == "read_committed":  # issue 14
+        return _permitted(
+            f"a read_committed consumer skips records of transactions that did not commit ({KIP_98}): every "
+            "skipped value is one"
+        )
     if i.get("subscribe") or i.get("mode") == "subscribe":
         return _permitted("subscribe-mode consumer: a rebalance may move its position back or forward")
     offsets = i.get("offsets")
@@ -710,6 +715,18 @@ def _cycle_forced(edges: Any) -> bool:
     return True
 
 
+def _g0(i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: FaultSummary) -> Verdict:
+    if not i.get("edges"):  # an instance that does not say how its cycle closes: Jepsen's default policy
+        return _not_bad(i, cfg, known, faults)
+    return _cycle(i, cfg, known, faults)
+
+
+def _g1c(i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: FaultSummary) -> Verdict:
+    if not i.get("edges"):
+        return _violation(f"{KIP_98} promises read_committed consumers see only committed transactions, atomically")
+    return _cycle(i, cfg, known, faults)
+
+
 def _cycle(i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: FaultSummary) -> Verdict:
     if not _cycle_forced(i.get("edges")):
         return _permitted(
@@ -776,8 +793,8 @@ _RULES = {
     "vanished-read": _vanished_read,
     "G1a": _g1a,
     "precommitted-read": _txn,
-    "G1c": _cycle,
-    "G0": _cycle,
+    "G1c": _g1c,
+    "G0": _g0,
     "int-send-skip": _not_bad,
     "leader-outside-isr-elr": _leader_outside,
     "leader-epoch-regression": _epoch_regression,

@@ -106,3 +106,23 @@ def with_isolation(instances: list[dict[str, Any]], txns: TxnHistory | None) -> 
             inst["isolation"] = txns.isolation_of(int(inst["process"]))
             inst["writer_txn"] = f_of.get(int(inst["ops"][0])) == "txn"
     return instances
+
+
+def with_uncommitted_skips(instances: list[dict[str, Any]], txns: TxnHistory | None) -> list[dict[str, Any]]:
+    """On each poll-skip instance, the reader's `isolation` and `skipped_uncommitted`: every skipped value was
+    written by a transaction that did not certainly commit (aborted, or of unknown outcome). A read_committed
+    consumer skips exactly such records (another reader, at read_uncommitted, put them in the version order)."""
+    if txns is None or not txns.has_transactions:
+        return instances
+    outcome: dict[int, tuple[str, str]] = {}
+    for t in txns.txns:
+        for m in t.mops:
+            if isinstance(m, list) and len(m) == 3 and m[0] == "send":
+                v = m[2][1] if isinstance(m[2], list) else m[2]
+                outcome[int(v)] = (t.f, t.type)
+    for inst in instances:
+        skipped = inst.get("skipped") or []
+        inst["isolation"] = txns.isolation_of(int(inst["process"]))
+        inst["skipped_uncommitted"] = bool(skipped) and len(skipped) == int(inst.get("delta", 0)) - 1 and all(
+            outcome.get(int(v), ("", "ok")) in (("txn", "fail"), ("txn", "info")) for v in skipped)
+    return instances

@@ -182,3 +182,27 @@ def test_fenced_producer_info_txn_read_is_no_anomaly_and_its_unread_value_no_cyc
     h2.event(2, "ok", "txn", [["send", K, [1, 3]], ["send", K1, [0, 4]]])
     h2.poll(5, {K: [(0, 1), (1, 3)], K1: [(0, 4), (1, 2)]})
     assert variants(check(h2, tmp_path / "2"), "G0") == [("G0", [i, j])]
+
+
+def test_read_committed_skip_over_aborted_records_is_no_poll_skip_but_over_committed_ones_is(tmp_path: Path) -> None:
+    def history(skipped_type: str) -> History:
+        h = History()
+        for p, iso in ((5, "read_committed"), (6, "read_uncommitted")):
+            h.event(p, "invoke", "assign", {"keys": [K], "isolation": iso})
+            h.event(p, "ok", "assign", {"keys": [K], "isolation": iso})
+        h.txn(1, *sends((K, 1, 0)))
+        h.event(2, "invoke", "txn", [["send", K, 2]])
+        h.event(2, skipped_type, "txn", [["send", K, [1, 2]]])
+        h.txn(3, *sends((K, 3, 2)))
+        h.poll(6, {K: [(0, 1), (1, 2), (2, 3)]})
+        h.poll(5, {K: [(0, 1)]})
+        h.poll(5, {K: [(2, 3)]})
+        return h
+
+    r = check(history("fail"), tmp_path / "aborted")
+    (skip,) = r["anomalies"]["poll-skip"]
+    assert skip["skipped_uncommitted"] and not skip["bad"] and skip["verdict"] == "permitted"
+    assert r["valid"] and not r["violations"]
+    r = check(history("ok"), tmp_path / "committed")  # the skipped value committed: a real skip
+    (skip,) = r["anomalies"]["poll-skip"]
+    assert not skip["skipped_uncommitted"] and skip["bad"] and skip["verdict"] == "violation"
