@@ -183,6 +183,9 @@ class TxnProducerThread:
             try:
                 producer.commit_transaction(timeout)
             except KafkaException as err:
+                e = err.args[0] if err.args and isinstance(err.args[0], KafkaError) else None
+                if e is not None and e.txn_requires_abort():  # librdkafka: not committed; abort it
+                    raise _Outcome("fail", err) from err
                 raise _Outcome("info", err) from err  # the commit may or may not have happened
             producer.poll(0)
             self.recorder.record(process, "ok", "txn", completion())
