@@ -218,10 +218,11 @@ def run_one_txn(path: Path) -> dict[str, float]:
     h = read_txn_history(path)
     t_read = time.perf_counter() - t0
     found = find_cycles(h)
+    total_s, cpu_s = time.perf_counter() - t0, time.process_time() - c0
     sends = sum(1 for t in h.txns for m in t.mops if m[0] == "send")
     polled = sum(sum(len(v) for v in m[1].values()) for t in h.txns for m in t.mops if m[0] == "poll")
     return {"txns": len(h.txns), "micro_ops": sends + polled, "read_s": t_read,
-            "total_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0,
+            "total_s": total_s, "cpu_s": cpu_s,
             "cycles": len(found.G0) + len(found.G1c),
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 

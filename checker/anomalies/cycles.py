@@ -119,10 +119,38 @@ def read_txn_history(path: Path) -> TxnHistory:
 
 @dataclass
 class _Graph:
+    """Edges as arrays; `ref` points into the ww rows (`ww_a`, `ww_b`: version rows) or the wr rows (`wr_w`:
+    writer row, `wr_r`: read row); attributes are built only for edges of reported cycles (`attrs`)."""
+
     src: I64
     dst: I64
     kind: I64
-    attrs: list[dict[str, Any]]
+    ref: I64
+    keys: list[str]
+    v_key: I64
+    v_off: I64
+    v_val: I64
+    v_mop: I64
+    r_key: I64
+    r_off: I64
+    r_val: I64
+    r_mop: I64
+    r_iso_rc: npt.NDArray[np.bool_]
+    w_mop_of_read: I64
+
+    def attrs(self, e: int) -> dict[str, Any]:
+        k, ref = int(self.kind[e]), int(self.ref[e])
+        if k == WW:
+            a, b = ref, ref + 1
+            return {"key": self.keys[int(self.v_key[a])], "values": [int(self.v_val[a]), int(self.v_val[b])],
+                    "offsets": [int(self.v_off[a]), int(self.v_off[b])], "from_point": int(self.v_mop[a]),
+                    "to_point": int(self.v_mop[b])}
+        if k == WR:
+            rc = bool(self.r_iso_rc[ref])
+            return {"key": self.keys[int(self.r_key[ref])], "values": [int(self.r_val[ref])],
+                    "offsets": [int(self.r_off[ref])], "isolation": READ_COMMITTED if rc else "read_uncommitted",
+                    "from_point": "commit" if rc else int(self.w_mop_of_read[ref]), "to_point": int(self.r_mop[ref])}
+        return {"from_point": "commit", "to_point": "invoke"}
 
 
 def _sends(t: Txn) -> Iterable[tuple[int, str, int, int | None]]:
@@ -143,79 +171,117 @@ def _reads(t: Txn) -> Iterable[tuple[int, str, int, int]]:
                     yield i, str(key), int(offset), int(value)
 
 
+def _a(xs: list[int]) -> I64:
+    return np.asarray(xs, dtype=np.int64)
+
+
+def _first_edge_per_pair(src: I64, dst: I64, total: int) -> npt.NDArray[np.intp]:
+    """Indexes of the first edge of each distinct (src, dst) pair, in their original order."""
+    _, first = np.unique(src * total + dst, return_index=True)
+    return np.sort(first)
+
+
 def build_graph(h: TxnHistory) -> tuple[_Graph, int]:
     """Dependency edges between transactions (indexes into h.txns) plus realtime virtual nodes; returns the
     graph and the number of real nodes (virtual ones follow)."""
     txns = h.txns
     n = len(txns)
-    node = np.array([t.type != "fail" for t in txns], dtype=bool)
-    writer: dict[int, tuple[int, int]] = {}  # value → (txn, micro-op)
-    versions: dict[tuple[str, int], int] = {}  # (key, offset) → value; first seen wins
-    reads: list[tuple[int, int, str, int, int]] = []
+    key_code: dict[str, int] = {}
+    w_txn: list[int] = []
+    w_mop: list[int] = []
+    w_key: list[int] = []
+    w_val: list[int] = []
+    w_off: list[int] = []
+    r_txn: list[int] = []
+    r_mop: list[int] = []
+    r_key: list[int] = []
+    r_val: list[int] = []
+    r_off: list[int] = []
+    r_rc: list[bool] = []
     for ti, t in enumerate(txns):
+        rc = h.isolation_of(t.process) == READ_COMMITTED if t.f == "poll" else True  # a txn polls read_committed
         for mop, key, value, offset in _sends(t):
-            writer[value] = (ti, mop)
-            if offset is not None and t.type == "ok":
-                versions.setdefault((key, offset), value)
+            w_txn.append(ti)
+            w_mop.append(mop)
+            w_key.append(key_code.setdefault(key, len(key_code)))
+            w_val.append(value)
+            w_off.append(-1 if offset is None or t.type != "ok" else offset)
         for mop, key, offset, value in _reads(t):
-            versions.setdefault((key, offset), value)
-            reads.append((ti, mop, key, offset, value))
-    src: list[int] = []
-    dst: list[int] = []
-    kind: list[int] = []
-    attrs: list[dict[str, Any]] = []
+            r_txn.append(ti)
+            r_mop.append(mop)
+            r_key.append(key_code.setdefault(key, len(key_code)))
+            r_val.append(value)
+            r_off.append(offset)
+            r_rc.append(rc)
+    keys = list(key_code)
+    node = np.array([t.type != "fail" for t in txns], dtype=bool)
+    ok = np.array([t.type == "ok" for t in txns], dtype=bool)
+    wt, wm, wk, wv, wo = _a(w_txn), _a(w_mop), _a(w_key), _a(w_val), _a(w_off)
+    rt_, rm, rk, rv, ro = _a(r_txn), _a(r_mop), _a(r_key), _a(r_val), _a(r_off)
+    rrc = np.asarray(r_rc, dtype=bool)
+    # writer of each value (values are unique in a run; the last send wins, as in Jepsen)
+    worder = np.argsort(wv, kind="stable")
+    wv_sorted = wv[worder]
 
-    def edge(a: int, b: int, k: int, attr: dict[str, Any]) -> None:
-        src.append(a)
-        dst.append(b)
-        kind.append(k)
-        attrs.append(attr)
+    def writer_row(values: I64) -> I64:
+        if not len(wv_sorted):
+            return np.full(len(values), -1, dtype=np.int64)
+        pos = np.searchsorted(wv_sorted, values, side="right") - 1
+        found = (pos >= 0) & (wv_sorted[np.maximum(pos, 0)] == values)
+        return np.where(found, worder[np.maximum(pos, 0)], -1).astype(np.int64)
 
-    # ww: consecutive versions of a key whose writers are transactions that may have happened
-    previous: dict[str, tuple[int, int, int, int]] = {}
-    for (key, offset), value in sorted(versions.items()):
-        w = writer.get(value)
-        if w is None or not node[w[0]]:
-            continue
-        prev = previous.get(key)
-        if prev is not None and prev[0] != w[0]:
-            edge(prev[0], w[0], WW, {"key": key, "values": [prev[2], value], "offsets": [prev[3], offset],
-                                     "from_point": prev[1], "to_point": w[1]})
-        previous[key] = (w[0], w[1], value, offset)
+    # version order: (key, offset) → value from reads and ok sends with offsets; the first seen wins
+    has_off = wo >= 0
+    vk = np.concatenate([rk, wk[has_off]])
+    vo = np.concatenate([ro, wo[has_off]])
+    vv = np.concatenate([rv, wv[has_off]])
+    seen_first = np.concatenate([np.arange(len(rk)), len(rk) + np.arange(int(has_off.sum()))])
+    order = np.lexsort((seen_first, vo, vk))
+    vk, vo, vv = vk[order], vo[order], vv[order]
+    keep = np.ones(len(vk), dtype=bool)
+    keep[1:] = (vk[1:] != vk[:-1]) | (vo[1:] != vo[:-1])
+    vk, vo, vv = vk[keep], vo[keep], vv[keep]
+    vw = writer_row(vv)
+    vtx = np.where(vw >= 0, wt[np.maximum(vw, 0)] if len(wt) else -1, -1)
+    live = (vtx >= 0) & node[np.maximum(vtx, 0)] if n else np.zeros(len(vtx), dtype=bool)
+    vk, vo, vv, vtx = vk[live], vo[live], vv[live], vtx[live]
+    vmop = wm[vw[live]] if len(wm) else np.zeros(0, dtype=np.int64)
+    # ww: consecutive versions of a key written by different transactions
+    ww_rows = np.flatnonzero((vk[1:] == vk[:-1]) & (vtx[1:] != vtx[:-1])) if len(vk) else np.zeros(0, np.int64)
+    ww_src, ww_dst = vtx[ww_rows], vtx[ww_rows + 1]
     # wr: a transaction read another's value
-    seen: set[tuple[int, int]] = set()
-    for ti, mop, key, offset, value in reads:
-        w = writer.get(value)
-        if w is None or not node[ti] or not node[w[0]] or w[0] == ti or (w[0], ti) in seen:
-            continue
-        seen.add((w[0], ti))
-        iso = h.isolation_of(txns[ti].process) if txns[ti].f == "poll" else READ_COMMITTED
-        edge(w[0], ti, WR, {"key": key, "values": [value], "offsets": [offset], "isolation": iso,
-                            "from_point": "commit" if iso == READ_COMMITTED else w[1], "to_point": mop})
+    rw = writer_row(rv)
+    rwt = np.where(rw >= 0, wt[np.maximum(rw, 0)] if len(wt) else -1, -1)
+    ok_read = (rwt >= 0) & (rwt != rt_)
+    if n:
+        ok_read &= node[np.maximum(rwt, 0)] & node[rt_] if len(rt_) else ok_read
+    wr_rows = np.flatnonzero(ok_read)
+    wr_rows = wr_rows[_first_edge_per_pair(rwt[wr_rows], rt_[wr_rows], max(n, 1))] if len(wr_rows) else wr_rows
+    w_mop_of_read = np.where(rw >= 0, wm[np.maximum(rw, 0)] if len(wm) else -1, -1)
     # process order: consecutive transactions of one process (only a completed one orders the next)
-    last: dict[int, int] = {}
-    for ti, t in enumerate(txns):
-        if not node[ti]:
-            continue
-        prev_t = last.get(t.process)
-        if prev_t is not None and txns[prev_t].type == "ok":
-            edge(prev_t, ti, PROCESS, {"from_point": "commit", "to_point": "invoke"})
-        last[t.process] = ti
-    # realtime: ok transactions → their completion node; completion chain; last completion before invoke → txn
-    done = [ti for ti in range(n) if node[ti] and txns[ti].type == "ok"]
-    done.sort(key=lambda ti: txns[ti].complete_time)
-    ctimes = np.array([txns[ti].complete_time for ti in done], dtype=np.int64)
-    rt = {"from_point": "commit", "to_point": "invoke"}
-    for ci, ti in enumerate(done):
-        edge(ti, n + ci, REALTIME, rt)
-        if ci:
-            edge(n + ci - 1, n + ci, REALTIME, rt)
-    if len(done):
-        invokes = np.array([t.invoke_time for t in txns], dtype=np.int64)
-        before = np.searchsorted(ctimes, invokes, side="left") - 1  # last completion strictly before invoke
-        for ti in np.flatnonzero(node & (before >= 0)).tolist():
-            edge(n + int(before[ti]), ti, REALTIME, rt)
-    g = _Graph(np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64), np.array(kind, dtype=np.int64), attrs)
+    procs = np.array([t.process for t in txns], dtype=np.int64)
+    nodes_idx = np.flatnonzero(node)
+    by_proc = nodes_idx[np.argsort(procs[nodes_idx], kind="stable")]
+    same = procs[by_proc[1:]] == procs[by_proc[:-1]] if len(by_proc) else np.zeros(0, dtype=bool)
+    pr = np.flatnonzero(same & ok[by_proc[:-1]]) if len(by_proc) else np.zeros(0, np.int64)
+    p_src, p_dst = by_proc[pr], by_proc[pr + 1]
+    # realtime: ok transaction → its completion node; the completion chain; last completion before invoke → txn
+    ctime = np.array([t.complete_time for t in txns], dtype=np.int64)
+    itime = np.array([t.invoke_time for t in txns], dtype=np.int64)
+    done = np.flatnonzero(node & ok)
+    done = done[np.argsort(ctime[done], kind="stable")]
+    nd = len(done)
+    chain = n + np.arange(nd, dtype=np.int64)
+    before = np.searchsorted(ctime[done], itime, side="left") - 1
+    into = np.flatnonzero(node & (before >= 0)) if nd else np.zeros(0, np.int64)
+    rt_src = np.concatenate([done, chain[:-1], n + before[into]])
+    rt_dst = np.concatenate([chain, chain[1:], into])
+    src = np.concatenate([ww_src, rwt[wr_rows], p_src, rt_src]).astype(np.int64)
+    dst = np.concatenate([ww_dst, rt_[wr_rows], p_dst, rt_dst]).astype(np.int64)
+    kind = np.concatenate([np.full(len(ww_src), WW), np.full(len(wr_rows), WR), np.full(len(p_src), PROCESS),
+                           np.full(len(rt_src), REALTIME)]).astype(np.int64)
+    ref = np.concatenate([ww_rows, wr_rows, np.zeros(len(p_src) + len(rt_src), dtype=np.int64)]).astype(np.int64)
+    g = _Graph(src, dst, kind, ref, keys, vk, vo, vv, vmop, rk, ro, rv, rm, rrc, w_mop_of_read)
     return g, n
 
 
@@ -243,7 +309,7 @@ def _describe(h: TxnHistory, g: _Graph, n: int, edge_ids: list[int]) -> dict[str
         if b >= n:  # into the completion chain
             start = a if a < n else start
             continue
-        hops.append((start if a >= n and start is not None else a, b, k, g.attrs[e]))
+        hops.append((start if a >= n and start is not None else a, b, k, g.attrs(e)))
     if edge_ids and int(g.src[edge_ids[0]]) >= n:  # the cycle began inside the chain: close it
         a, b, k, attr = hops[0]
         hops[0] = (start if start is not None else a, b, k, attr)
