@@ -47,8 +47,13 @@ def test_clean_transactional_run_has_no_anomaly_and_every_check_ran(chaos_run) -
     g1a = r["anomalies"].get("G1a", [])
     assert g1a, "the read_uncommitted consumer read no aborted record"
     assert {i["isolation"] for i in g1a} == {"read_uncommitted"} and {i["verdict"] for i in g1a} == {"permitted"}
-    bad = {name: n for name, n in r["anomaly_counts"].items() if name not in ("G1a", "G0")}
-    assert not bad, bad
+    # cycles through an append that preceded another's commit are Kafka's normal behaviour (the model permits
+    # them); anything else would be a false alarm of the checker or a Kafka bug
+    cycles = [(i["variant"], i["verdict"]) for name in ("G0", "G1c") for i in r["anomalies"].get(name, [])]
+    print(f"txn ops {ops}; G1a {len(g1a)}; cycles (variant, verdict) {cycles}")
+    assert all(verdict == "permitted" for _, verdict in cycles), cycles
+    others = {name: n for name, n in r["anomaly_counts"].items() if name not in ("G1a", "G0", "G1c")}
+    assert not others, others
 
 
 def test_coordinator_kill_during_commits(chaos_run) -> None:
