@@ -699,8 +699,8 @@ def _cycle_forced(edges: Any) -> bool:
     Each edge orders a point of one transaction before a point of the next: `commit`, `invoke`, or a micro-op
     index (an append for a send, the poll's return for a read). Inside each transaction the cycle arrives at
     one point and leaves from another; the chain of "before"s continues only when the arrival certainly
-    precedes the departure: it arrives at the invoke, leaves from the commit, or arrives at a poll that
-    returned before the micro-op it leaves from was produced. A chain that continues all the way round says a
+    precedes the departure: it arrives at the invoke, leaves from the commit, arrives and leaves at the same
+    micro-op, or arrives at a poll that returned before the micro-op it leaves from was produced. A chain that continues all the way round says a
     point precedes itself."""
     if not isinstance(edges, list) or not edges:
         return False
@@ -709,6 +709,8 @@ def _cycle_forced(edges: Any) -> bool:
         arrive, depart = edge.get("to_point"), nxt.get("from_point")
         if arrive == "invoke" or depart == "commit":
             continue
+        if isinstance(arrive, int) and isinstance(depart, int) and arrive == depart:
+            continue  # the same micro-op: one event
         if edge.get("kind") == "wr" and isinstance(arrive, int) and isinstance(depart, int) and arrive < depart:
             continue
         return False

@@ -40,6 +40,8 @@ def test_cycles_forced_in_time_are_violations_others_permitted() -> None:
     assert v("G1c", {"edges": [wr(0, 1), wr(0, 1)]}) == "permitted"
     # a poll that returned before the transaction's own later send: the read precedes that append
     assert v("G1c", {"edges": [wr("commit", 0), ww(1, 0), RT]}) == "violation"
+    # arriving and leaving at the same append: T1 before T2 on a key, T2 before T1 on it again is one chain
+    assert v("G0", {"edges": [ww(0, 0), ww(0, 0)]}) == "violation"
     unclean = RunConfig(acks="all", idempotence=True, rf=3, min_insync=2, unclean=True)
     assert v("G0", {"edges": [ww(0, 0), RT]}, unclean) == "permitted"
 
