@@ -16,7 +16,7 @@ Micro-ops in order: invoke `[["poll"], ["send", key, value], …]`, completion
 
 Standalone consumers, one per isolation level in `txn_isolation`, read every partition from the beginning; their
 `assign` op's value names the isolation level (`{"keys": […], "isolation": "read_uncommitted"}`) so the checker
-knows what each reader was promised. The final drain reads at read_committed (librdkafka's default).
+knows what each reader was promised. The final drain reads at read_committed (`txn_final_drain`).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import contextlib
 import itertools
 import random
 import threading
+import time
 from collections import defaultdict
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -33,7 +34,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 
 from kafka_chaos.cluster.logs import client_logger
 from kafka_chaos.workloads.config import WorkloadConfig
-from kafka_chaos.workloads.consumer import ConsumerSettings, final_drain, poll_once
+from kafka_chaos.workloads.consumer import ConsumerSettings, end_offsets, poll_once, start_reading
 from kafka_chaos.workloads.recorder import Recorder, parse_payload, payload
 
 if TYPE_CHECKING:  # types only: workloads never import the harness at run time
@@ -248,6 +249,35 @@ class IsolatedConsumer:
             consumer.close()
 
 
+def txn_final_drain(settings: ConsumerSettings, recorder: Recorder, timeout_s: float) -> bool:
+    """The final drain at read_committed: like consumers.final_drain, but progress is the consumer's position,
+    not the last record read + 1: a transactional partition ends with a commit or abort marker (a control
+    record no consumer returns) and may end with aborted records a read_committed reader skips."""
+    deadline = time.monotonic() + timeout_s
+    consumer = Consumer({**settings.client_config(), "isolation.level": "read_committed",
+                         "client.id": "kafka-chaos-drain"})
+    process = recorder.new_process()
+    try:
+        ends = end_offsets(consumer, settings, deadline)
+        if ends is None:
+            return False
+        start_reading(consumer, process, recorder, settings)
+        parts = [TopicPartition(settings.topic, p) for p in range(settings.partitions)]
+        position = {p: 0 for p in range(settings.partitions)}
+        while any(position[p] < ends[p] for p in position) and time.monotonic() < deadline:
+            poll_once(consumer, process, recorder, settings, timeout_s=1.0)
+            with contextlib.suppress(KafkaException):
+                for tp in consumer.position(parts):
+                    if tp.offset >= 0:
+                        position[tp.partition] = max(position[tp.partition], tp.offset)
+        return all(position[p] >= ends[p] for p in position)
+    except KafkaException as err:
+        recorder.record(process, "info", "poll", [["poll"]], error=_error(err))
+        return False
+    finally:
+        consumer.close()
+
+
 class TxnWorkload:
     """`[workload] kind = "txn"`: `producers` transactional producer threads, a consumer per isolation level
     (when `consumers` > 0), the final drain at read_committed."""
@@ -286,4 +316,4 @@ class TxnWorkload:
 
     def final_read(self, ctx: RunContext) -> dict[str, Any] | None:
         assert self._drain is not None, "final_read before start"
-        return {"complete": final_drain(self._drain, ctx.history, timeout_s=self.config.drain_timeout_s)}
+        return {"complete": txn_final_drain(self._drain, ctx.history, timeout_s=self.config.drain_timeout_s)}
