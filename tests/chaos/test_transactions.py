@@ -34,6 +34,20 @@ def mixed_ok(result: RunResult) -> int:
                and any(m[0] == "poll" for m in e["value"]) and any(m[0] == "send" for m in e["value"]))
 
 
+def in_flight(result: RunResult, at: int) -> int:
+    """Transactions invoked before `at` and completed after it (or never): how close the fault came."""
+    invoked: dict[Any, int] = {}
+    count = 0
+    for e in events(result):
+        if e["f"] != "txn":
+            continue
+        if e["type"] == "invoke":
+            invoked[e["process"]] = e["time"]
+        elif invoked.pop(e["process"], at + 1) <= at < e["time"]:
+            count += 1
+    return count + sum(1 for t in invoked.values() if t <= at)
+
+
 def test_clean_transactional_run_has_no_anomaly_and_every_check_ran(chaos_run) -> None:
     result = chaos_run({**BASE, "name": "txn-control", "duration_s": 15})
     r = result.results
@@ -72,7 +86,8 @@ def test_coordinator_kill_during_commits(chaos_run) -> None:
     ops = txn_ops(result)
     assert ops["ok"] > 0, ops
     found = {name: [(i.get("variant", ""), i["verdict"]) for i in insts] for name, insts in r["anomalies"].items()}
-    print(f"txn ops {ops}; anomalies (variant, verdict): {found}")
+    print(f"txn ops {ops}; coordinators killed {[k['value']['nodes'] for k in kills]}; in flight at each kill "
+          f"{[in_flight(result, k['time']) for k in kills]}; anomalies (variant, verdict): {found}")
     rc_g1a = [i for i in r["anomalies"].get("G1a", []) if i.get("isolation") != "read_uncommitted"]
     assert not rc_g1a, rc_g1a[:3]
     txn_violations = [v for v in r["violations"] if v["name"] in ("G0", "G1c", "G1a", "precommitted-read")]
