@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -85,9 +86,10 @@ def test_coordinator_kill_during_commits(chaos_run) -> None:
     r = result.results
     ops = txn_ops(result)
     assert ops["ok"] > 0, ops
-    found = {name: [(i.get("variant", ""), i["verdict"]) for i in insts] for name, insts in r["anomalies"].items()}
+    found = Counter((name, i.get("variant", ""), i["verdict"]) for name, insts in r["anomalies"].items()
+                    for i in insts)
     print(f"txn ops {ops}; coordinators killed {[k['value']['nodes'] for k in kills]}; in flight at each kill "
-          f"{[in_flight(result, k['time']) for k in kills]}; anomalies (variant, verdict): {found}")
+          f"{[in_flight(result, k['time']) for k in kills]}; anomalies (name, variant, verdict): {dict(found)}")
     rc_g1a = [i for i in r["anomalies"].get("G1a", []) if i.get("isolation") != "read_uncommitted"]
     assert not rc_g1a, rc_g1a[:3]
     txn_violations = [v for v in r["violations"] if v["name"] in ("G0", "G1c", "G1a", "precommitted-read")]
