@@ -46,7 +46,7 @@ MAX_CYCLES = 1000
 """Cycles explained per anomaly; further components are counted in `cycles_unexplained`."""
 
 
-@dataclass
+@dataclass(slots=True)
 class Txn:
     """One client op as a transaction."""
 
@@ -153,24 +153,6 @@ class _Graph:
         return {"from_point": "commit", "to_point": "invoke"}
 
 
-def _sends(t: Txn) -> Iterable[tuple[int, str, int, int | None]]:
-    for i, m in enumerate(t.mops):
-        if isinstance(m, list) and len(m) == 3 and m[0] == "send":
-            v = m[2]
-            if isinstance(v, list):
-                yield i, str(m[1]), int(v[1]), (int(v[0]) if v[0] is not None else None)
-            else:
-                yield i, str(m[1]), int(v), None
-
-
-def _reads(t: Txn) -> Iterable[tuple[int, str, int, int]]:
-    for i, m in enumerate(t.mops):
-        if isinstance(m, list) and len(m) == 2 and m[0] == "poll" and isinstance(m[1], dict):
-            for key, records in m[1].items():
-                for offset, value in records:
-                    yield i, str(key), int(offset), int(value)
-
-
 def _a(xs: list[int]) -> I64:
     return np.asarray(xs, dtype=np.int64)
 
@@ -198,21 +180,34 @@ def build_graph(h: TxnHistory) -> tuple[_Graph, int]:
     r_val: list[int] = []
     r_off: list[int] = []
     r_rc: list[bool] = []
-    for ti, t in enumerate(txns):
-        rc = h.isolation_of(t.process) == READ_COMMITTED if t.f == "poll" else True  # a txn polls read_committed
-        for mop, key, value, offset in _sends(t):
-            w_txn.append(ti)
-            w_mop.append(mop)
-            w_key.append(key_code.setdefault(key, len(key_code)))
-            w_val.append(value)
-            w_off.append(-1 if offset is None or t.type != "ok" else offset)
-        for mop, key, offset, value in _reads(t):
-            r_txn.append(ti)
-            r_mop.append(mop)
-            r_key.append(key_code.setdefault(key, len(key_code)))
-            r_val.append(value)
-            r_off.append(offset)
-            r_rc.append(rc)
+    iso = h.isolation
+    for ti, t in enumerate(txns):  # the hot loop: plain appends, no generators
+        rc = iso.get(t.process, DEFAULT_ISOLATION) == READ_COMMITTED if t.f == "poll" else True  # txns poll RC
+        ok_t = t.type == "ok"
+        for i, m in enumerate(t.mops):
+            if type(m) is not list:
+                continue
+            if m[0] == "send" and len(m) == 3:
+                v = m[2]
+                w_txn.append(ti)
+                w_mop.append(i)
+                w_key.append(key_code.setdefault(m[1], len(key_code)))
+                if type(v) is list:
+                    w_val.append(v[1])
+                    w_off.append(v[0] if ok_t and v[0] is not None else -1)
+                else:
+                    w_val.append(v)
+                    w_off.append(-1)
+            elif m[0] == "poll" and len(m) == 2 and type(m[1]) is dict:
+                for key, records in m[1].items():
+                    k = key_code.setdefault(key, len(key_code))
+                    for offset, value in records:
+                        r_txn.append(ti)
+                        r_mop.append(i)
+                        r_key.append(k)
+                        r_val.append(value)
+                        r_off.append(offset)
+                        r_rc.append(rc)
     keys = list(key_code)
     node = np.array([t.type != "fail" for t in txns], dtype=bool)
     ok = np.array([t.type == "ok" for t in txns], dtype=bool)
