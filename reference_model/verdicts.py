@@ -700,8 +700,8 @@ def _cycle_forced(edges: Any) -> bool:
     index (an append for a send, the poll's return for a read). Inside each transaction the cycle arrives at
     one point and leaves from another; the chain of "before"s continues only when the arrival certainly
     precedes the departure: it arrives at the invoke, leaves from the commit, arrives and leaves at the same
-    micro-op, or arrives at a poll that returned before the micro-op it leaves from was produced. A chain that continues all the way round says a
-    point precedes itself."""
+    micro-op, or arrives at a poll that returned before the micro-op it leaves from was produced. A chain
+    that continues all the way round says a point precedes itself."""
     if not isinstance(edges, list) or not edges:
         return False
     for k, edge in enumerate(edges):
