@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/checker_speed.py                    # 10^5 and 10^6 events
     .venv/bin/python bench/checker_speed.py --sizes 1e5 1e6 1e7
+    .venv/bin/python bench/checker_speed.py --txn --sizes 1e5 1e6   # transactional: micro-ops, cycle search
 
 A size is a number of history events (lines). Each history is generated here and checked in a fresh
 subprocess, so that the peak RSS printed (resource.getrusage; imports alone take ~150 MB) is the checker's
