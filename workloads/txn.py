@@ -50,6 +50,35 @@ def transactional_id(topic: str, thread: int) -> str:
     return f"kafka-chaos-txn-{topic}-{thread}"
 
 
+OFFSETS_HUNG = ("send_offsets_to_transaction did not return within its timeout (librdkafka ignores it while a "
+                "coordinator is down: confluentinc/librdkafka#5456, #5511); the process is abandoned")
+STOP_GRACE_S = 5.0
+"""How long `stop` waits beyond an op's own timeouts for a producer thread before leaving it (its op stays
+open: unknown, as Jepsen records a process that never answered)."""
+
+
+def _returns_within(call: Any, seconds: float) -> bool:
+    """Run a blocking client call with a deadline: True when it returned (its exception is raised here), False
+    when it is still blocked (it is left running in a daemon thread: a C call cannot be interrupted)."""
+    outcome: list[BaseException | None] = []
+
+    def run() -> None:
+        try:
+            call()
+            outcome.append(None)
+        except BaseException as err:  # handed to the caller's thread
+            outcome.append(err)
+
+    thread = threading.Thread(target=run, name="txn-bounded-call", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if not outcome:
+        return False
+    if outcome[0] is not None:
+        raise outcome[0]
+    return True
+
+
 class _Outcome(Exception):
     """Ends one txn op with a history type (`fail` / `info`) and the error that decided it."""
 
@@ -82,7 +111,8 @@ class TxnProducerThread:
 
     def stop(self) -> None:
         self.stop_event.set()
-        self._thread.join()
+        # an op waits at most its own timeouts (commit, then abort); beyond that a client call is hung
+        self._thread.join(self.config.request_timeout_ms / 1000 * 3 * 2 + STOP_GRACE_S)
 
     def _producer(self) -> Producer:
         c = self.config
@@ -174,8 +204,11 @@ class TxnProducerThread:
                                      on_delivery=on_delivery)
                 if mixed:
                     assert consumer is not None
-                    producer.send_offsets_to_transaction(consumer.position(consumer.assignment()),
-                                                         consumer.consumer_group_metadata(), timeout)
+                    positions = consumer.position(consumer.assignment())
+                    metadata = consumer.consumer_group_metadata()
+                    if not _returns_within(lambda: producer.send_offsets_to_transaction(positions, metadata, timeout),
+                                           timeout + 5):
+                        raise _Outcome("info", OFFSETS_HUNG)
             except (KafkaException, BufferError) as err:
                 # before the commit: aborting is certain to leave nothing committed, if the abort succeeds
                 raise _Outcome("fail", err) from err
@@ -209,7 +242,8 @@ class TxnProducerThread:
                                                      tp.offset if tp.offset >= 0 else OFFSET_BEGINNING))
             cause = outcome.err
             self.recorder.record(process, type_, "txn", completion(),
-                                 error=_error(cause) if isinstance(cause, BaseException) else ["abort", str(cause)])
+                                 error=_error(cause) if isinstance(cause, BaseException)
+                                 else ["abort" if type_ == "fail" else "client", str(cause)])
             self.counts[type_] += 1
             return type_ == "fail"
 
