@@ -79,6 +79,15 @@ def _returns_within(call: Any, seconds: float) -> bool:
     return True
 
 
+def _serve_callbacks(producer: Producer) -> bool:
+    """Serve delivery reports; False when the producer raised a (fatal) error there: its process must end."""
+    try:
+        producer.poll(0)
+    except KafkaException:
+        return False
+    return True
+
+
 class _Outcome(Exception):
     """Ends one txn op with a history type (`fail` / `info`) and the error that decided it."""
 
@@ -221,10 +230,10 @@ class TxnProducerThread:
                 if e is not None and e.txn_requires_abort():  # librdkafka: not committed; abort it
                     raise _Outcome("fail", err) from err
                 raise _Outcome("info", err) from err  # the commit may or may not have happened
-            producer.poll(0)
+            healthy = _serve_callbacks(producer)  # the commit returned: ok, even if the producer is now unusable
             self.recorder.record(process, "ok", "txn", completion())
             self.counts["ok"] += 1
-            return True
+            return healthy
         except _Outcome as outcome:
             type_ = outcome.type
             if type_ == "fail":
@@ -232,7 +241,8 @@ class TxnProducerThread:
                     producer.abort_transaction(timeout)
                 except KafkaException:
                     type_ = "info"  # the abort did not return: the transaction's end is unknown
-            producer.poll(0)
+            if not _serve_callbacks(producer):
+                type_ = "info"  # a fatal error surfaced (e.g. "Failed to end transaction"): trust no outcome
             if mixed and consumer is not None and type_ == "fail":
                 # what the aborted transaction read is read again by the next one (its offsets were not committed)
                 with contextlib.suppress(KafkaException):
