@@ -175,7 +175,8 @@ class TxnProducerThread:
                 if consumer is not None:
                     with contextlib.suppress(Exception):
                         consumer.close()
-                producer.flush(0)
+                with contextlib.suppress(KafkaException):  # a fenced producer may raise its fatal error here
+                    producer.flush(0)
 
     def _one(self, process: int, producer: Producer, consumer: Consumer | None, timeout: float) -> bool:
         """One txn op; returns whether this process may run another (not after an `info`)."""
