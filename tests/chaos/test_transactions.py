@@ -11,7 +11,9 @@ from kafka_chaos.harness.run import RunResult
 
 from .conftest import events, nemesis
 
-pytestmark = [pytest.mark.cluster, pytest.mark.chaos]
+# a workload thread that dies stops invoking ops: the run would look clean for want of transactions
+pytestmark = [pytest.mark.cluster, pytest.mark.chaos,
+              pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")]
 
 BASE: dict[str, Any] = {
     "cluster": {"nodes": 3},
