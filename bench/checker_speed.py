@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/checker_speed.py                    # 10^5 and 10^6 events
     .venv/bin/python bench/checker_speed.py --sizes 1e5 1e6 1e7
+    .venv/bin/python bench/checker_speed.py --txn --sizes 1e5 1e6   # transactional: micro-ops, cycle search
 
 A size is a number of history events (lines). Each history is generated here and checked in a fresh
 subprocess, so that the peak RSS printed (resource.getrusage; imports alone take ~150 MB) is the checker's
@@ -22,6 +23,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -161,14 +163,110 @@ def run_one(path: Path) -> dict[str, float]:
     }
 
 
+# --- transactional histories (issue 14): `--txn`, sizes in micro-ops, the cycle search included ---
+ELLE_OPS_PER_S = 5000
+"""Jepsen's Elle checks list-append histories at about this many ops per second (the issue's figure)."""
+
+
+def generate_txn(path: Path, micro_ops: int, *, keys: int = 16, processes: int = 8, seed: int = 1) -> None:
+    """A clean transactional history: `processes` overlapping transactions at a time, each sending to 2-4
+    distinct keys (offsets in invoke order, so no cycle exists) and a third of them first polling what was
+    last committed on two keys (wr edges); a final read of every key. Micro-ops are sends + records polled."""
+    rng = np.random.default_rng(seed)
+    ends = [0] * keys
+    committed: list[list[tuple[int, int]]] = [[] for _ in range(keys)]
+    index = t = value = done_mops = 0
+    pending: list[tuple[int, list[Any]]] = []
+    with path.open("w") as fh:
+        def emit(process: int, type_: str, v: Any) -> None:
+            nonlocal index, t
+            t += 1000
+            fh.write(json.dumps({"index": index, "time": t, "process": process, "type": type_, "f": "txn",
+                                 "value": v}, separators=(",", ":")) + "\n")
+            index += 1
+
+        proc = 0
+        while done_mops < micro_ops:
+            if len(pending) == processes:
+                p, finished = pending.pop(0)
+                emit(p, "ok", finished)
+                for m in finished:
+                    if m[0] == "send":
+                        committed[int(m[1].rsplit("/", 1)[1])].append((m[2][0], m[2][1]))
+            mops: list[Any] = []
+            if rng.random() < 1 / 3:
+                read = {f"chaos/{k}": [list(r) for r in committed[k][-4:]]
+                        for k in rng.choice(keys, 2, replace=False).tolist() if committed[k]}
+                mops.append(["poll", read])
+                done_mops += sum(len(v) for v in read.values())
+            for k in rng.choice(keys, int(rng.integers(2, 5)), replace=False).tolist():
+                mops.append(["send", f"chaos/{k}", [ends[k], value]])
+                ends[k] += 1
+                value += 1
+                done_mops += 1
+            proc += 1
+            emit(proc, "invoke", [["poll"] if m[0] == "poll" else ["send", m[1], m[2][1]] for m in mops])
+            pending.append((proc, mops))
+        for p, mops in pending:
+            emit(p, "ok", mops)
+
+
+def run_one_txn(path: Path) -> dict[str, float]:
+    """Read the transactions and search for cycles (checker.anomalies.cycles), in this process."""
+    from kafka_chaos.checker.anomalies.cycles import find_cycles, read_txn_history
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    h = read_txn_history(path)
+    t_read = time.perf_counter() - t0
+    found = find_cycles(h)
+    total_s, cpu_s = time.perf_counter() - t0, time.process_time() - c0
+    sends = sum(1 for t in h.txns for m in t.mops if m[0] == "send")
+    polled = sum(sum(len(v) for v in m[1].values()) for t in h.txns for m in t.mops if m[0] == "poll")
+    return {"txns": len(h.txns), "micro_ops": sends + polled, "read_s": t_read,
+            "total_s": total_s, "cpu_s": cpu_s,
+            "cycles": len(found.G0) + len(found.G1c),
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def main_txn(sizes: list[str]) -> int:
+    print("transactional histories: read + ww/wr/process/realtime graph + SCC cycle search (one process)")
+    header = f"{'micro-ops':>10} {'txns':>8} | {'wall s':>7} {'cpu s':>6} {'mops/s':>10} {'x Elle':>7} | {'RSS MB':>7}"
+    print(header)
+    print("-" * len(header))
+    for size in sizes:
+        with tempfile.TemporaryDirectory(prefix="checker-speed-txn-") as tmp:
+            path = Path(tmp) / "history.jsonl"
+            generate_txn(path, int(float(size)))
+            proc = subprocess.run([sys.executable, __file__, "--one-txn", str(path)], capture_output=True,
+                                  text=True, check=False)
+        if proc.returncode:
+            print(f"{size:>10} failed:\n{proc.stderr}")
+            return 1
+        r = json.loads(proc.stdout.strip().splitlines()[-1])
+        rate = r["micro_ops"] / r["total_s"]
+        print(f"{r['micro_ops']:>10,} {r['txns']:>8,} | {r['total_s']:>7.2f} {r['cpu_s']:>6.2f} {rate:>10,.0f} "
+              f"{rate / ELLE_OPS_PER_S:>7.0f} | {r['peak_rss_mb']:>7,.0f}")
+        if r["cycles"]:
+            print(f"  unexpected: {r['cycles']} cycles in a clean history")
+    return 0
+# --- end transactional histories ---
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     ap.add_argument("--sizes", nargs="+", default=["1e5", "1e6"], help="history sizes in events, e.g. 1e7")
     ap.add_argument("--one", type=Path, help=argparse.SUPPRESS)  # internal: check one history, print JSON
+    ap.add_argument("--txn", action="store_true", help="transactional histories; sizes in micro-ops")
+    ap.add_argument("--one-txn", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.one:
         print(json.dumps(run_one(args.one)))
         return 0
+    if args.one_txn:
+        print(json.dumps(run_one_txn(args.one_txn)))
+        return 0
+    if args.txn:
+        return main_txn(args.sizes)
     from kafka_chaos.checker.tables import JSON_DECODER
 
     print(f"JSON decoder: {JSON_DECODER}; ev/s = events per wall second")

@@ -22,11 +22,18 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from kafka_chaos.checker.anomalies.cycles import TxnHistory
 from kafka_chaos.checker.anomalies.log import duplicate_cases, inconsistent_offsets_cases
 from kafka_chaos.checker.anomalies.lost import lost_write_cases, unseen_cases, unseen_series
 from kafka_chaos.checker.anomalies.polls import int_poll_skip_nonmonotonic_cases, poll_skip_nonmonotonic_cases
 from kafka_chaos.checker.anomalies.sends import int_send_skip_nonmonotonic_cases, nonmonotonic_send_cases
-from kafka_chaos.checker.anomalies.txn import g0_cases, g1a_cases, g1c_cases, precommitted_read_cases
+from kafka_chaos.checker.anomalies.txn import (
+    cycle_cases,
+    g1a_cases,
+    precommitted_read_cases,
+    with_isolation,
+    with_uncommitted_skips,
+)
 from kafka_chaos.checker.context import I64, Context, prepare
 from kafka_chaos.checker.faults import FaultSummary
 from kafka_chaos.checker.schema import ANOMALIES_BAD_BY_DEFAULT
@@ -46,6 +53,8 @@ class Analysis:
     anomalies: dict[str, list[dict[str, Any]]]
     violations: list[dict[str, Any]]
     stats: dict[str, Any] = field(default_factory=dict)
+    not_checked: dict[str, str] = field(default_factory=dict)
+    """Checks that could not run on this history, with why (never a zero count: absent is not checked)."""
     conformance: dict[str, Any] | None = None
     """Behaviour the reference model forbids, seen in the state samples (`checker.conformance`):
     `{"anomaly_counts", "anomalies"}`; None when there were no samples to check."""
@@ -64,14 +73,20 @@ class Analysis:
             "violations": self.violations,
             "stats": self.stats,
             **({"conformance": self.conformance} if self.conformance is not None else {}),
+            **({"not_checked": self.not_checked} if self.not_checked else {}),
         }
 
 
 def find_anomalies(
-    sends: pa.Table, polls: pa.Table, *, subscribe_processes: frozenset[int] = frozenset()
+    sends: pa.Table, polls: pa.Table, *, subscribe_processes: frozenset[int] = frozenset(),
+    txns: TxnHistory | None = None, not_checked: dict[str, str] | None = None,
 ) -> tuple[dict[str, list[dict[str, Any]]], Context]:
-    """Every anomaly instance by name (empty lists included), and the Context they were found in."""
+    """Every anomaly instance by name (empty lists included), and the Context they were found in. `txns`: the
+    history's transactions (cycles need them); checks that could not run are added to `not_checked`."""
     ctx = prepare(sends, polls)
+    cycles, skipped = cycle_cases(txns)
+    if not_checked is not None:
+        not_checked.update(skipped)
     found: dict[str, list[dict[str, Any]]] = {
         "lost-write": lost_write_cases(ctx),
         "unseen": unseen_cases(ctx),
@@ -81,11 +96,12 @@ def find_anomalies(
         **int_poll_skip_nonmonotonic_cases(ctx),
         "nonmonotonic-send": nonmonotonic_send_cases(ctx),
         **int_send_skip_nonmonotonic_cases(ctx),
-        "G1a": g1a_cases(ctx),
+        "G1a": with_isolation(g1a_cases(ctx), txns),
         "precommitted-read": precommitted_read_cases(ctx),
-        "G0": g0_cases(ctx),
-        "G1c": g1c_cases(ctx),
+        **cycles,
     }
+    for name in ("poll-skip", "int-poll-skip"):
+        with_uncommitted_skips(found[name], txns)
     return {name: found[name] for name in ANOMALY_NAMES}, ctx
 
 
@@ -103,6 +119,7 @@ def analyse(
     state_samples: list[dict[str, Any]] | None = None,
     judge: Judge | None = None,
     drain_start: int | None = None,
+    txns: TxnHistory | None = None,
 ) -> Analysis:
     """Check a run's sends and polls tables.
 
@@ -115,8 +132,12 @@ def analyse(
     election happened, and `checker.conformance` checks them against the model (its instances are
     judged too and count among the violations, but not against Jepsen's `valid`).
     `judge`: the verdict function; by default `reference_model.verdicts.judge` if it exists.
+    `txns`: the history's transactions (`checker.anomalies.cycles.read_txn_history`); without them G0 and G1c
+    are listed under `not_checked`.
     """
-    found, ctx = find_anomalies(sends, polls, subscribe_processes=subscribe_processes)
+    not_checked: dict[str, str] = {}
+    found, ctx = find_anomalies(sends, polls, subscribe_processes=subscribe_processes, txns=txns,
+                                not_checked=not_checked)
     stats = run_stats(ctx, end_time=end_time, op_counts=op_counts, ok_poll_times=ok_poll_times,
                       drain_start=drain_start)
     stats["unseen_series"] = unseen_series(ctx, end_time=stats["duration_ns"])
@@ -144,6 +165,7 @@ def analyse(
         anomalies=anomalies,
         violations=violations,
         stats=stats,
+        not_checked=not_checked,
         conformance=conformance,
     )
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka_chaos.checker.analysis import analyse, json_default
+from kafka_chaos.checker.anomalies.cycles import read_txn_history
 from kafka_chaos.checker.availability import availability, expect_violations
 from kafka_chaos.checker.cluster_events import read_events, write_events
 from kafka_chaos.checker.faults import faults_from_history
@@ -49,6 +50,7 @@ def check_run(run_dir: Path, *, write: bool = True, config: Any = None) -> dict[
         ok_poll_times=meta.ok_poll_times,
         state_samples=samples,
         drain_start=meta.drain_start,
+        txns=read_txn_history(run_dir / HISTORY_FILE if run_dir.is_dir() else run_dir),
     )
     result = analysis.to_dict()
     result["run"] = meta.to_dict()

@@ -239,3 +239,9 @@ class KafkaCluster:
 
     def controller_id(self) -> int | None:
         return quorum_leader(self.bootstrap_servers(direct=True))
+
+    def txn_coordinator_id(self, transactional_id: str) -> int | None:
+        """The transaction coordinator of `transactional_id`, asked now (the `txn-coordinator` fault target)."""
+        from kafka_chaos.cluster.state import txn_coordinator
+
+        return txn_coordinator(self.bootstrap_servers(direct=True), transactional_id)

@@ -141,6 +141,40 @@ class StateReader:
         """DescribeQuorum of the metadata log (KIP-595/KIP-853): see `quorum_of`."""
         return quorum_of(self._call("_describe_metadata_quorum"))
 
+    # --- transaction coordinator (issue 14: the `txn-coordinator` fault target) ---
+    def txn_coordinator(self, transactional_id: str) -> int | None:
+        return self._call("_find_txn_coordinator", transactional_id)  # type: ignore[no-any-return]
+
+    def _find_txn_coordinator(self, transactional_id: str) -> int | None:
+        """FindCoordinator(TRANSACTION) asked now, broker by broker until one answers: kafka-python's own
+        lookup caches coordinators, and a fault needs the coordinator of this moment."""
+        from kafka.protocol.metadata.find_coordinator import CoordinatorType, FindCoordinatorRequest
+
+        admin = self._client()
+        manager = admin._manager
+        if not manager.cluster.brokers():
+            admin.describe_cluster()
+        node_ids = sorted(b.node_id for b in manager.cluster.brokers())
+        request = FindCoordinatorRequest(key=transactional_id, key_type=int(CoordinatorType.TRANSACTION),
+                                         coordinator_keys=[transactional_id])
+
+        async def ask() -> int | None:
+            for node in node_ids:
+                try:
+                    future = manager.send(request, node_id=node, request_timeout_ms=self._timeout_ms)
+                    response = await manager.wait_for(future, self._timeout_ms)
+                except Exception:
+                    continue  # a dead or cut-off broker: ask the next
+                found = [(c.error_code, c.node_id) for c in getattr(response, "coordinators", None) or []]
+                found = found or [(response.error_code, response.node_id)]  # versions before 4 answer one key
+                for error, node_id in found:
+                    if not error and node_id >= 0:
+                        return int(node_id)
+            return None
+
+        return manager.run(ask)  # type: ignore[no-any-return]
+    # --- end transaction coordinator ---
+
     def _describe_metadata_quorum(self) -> Any:
         return self._client().describe_metadata_quorum()
 
@@ -233,6 +267,11 @@ def quorum_of(response: Any) -> dict[str, Any] | None:
 
 def quorum_leader(bootstrap: str) -> int | None:
     return _reader(bootstrap).quorum_leader()
+
+
+def txn_coordinator(bootstrap: str, transactional_id: str) -> int | None:
+    """The broker coordinating `transactional_id` now (None when no broker could say)."""
+    return _reader(bootstrap).txn_coordinator(transactional_id)
 
 
 def forget(bootstrap: str) -> None:

@@ -11,7 +11,8 @@ from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import StringConstraints
 
-SymbolicTarget = Literal["one", "leader", "follower", "controller", "minority", "majority", "all", "previous"]
+SymbolicTarget = Literal["one", "leader", "follower", "controller", "minority", "majority", "all", "previous",
+                         "txn-coordinator"]
 RackTarget = Annotated[str, StringConstraints(pattern=r"^rack:[A-Za-z0-9_.-]+$")]  # every broker of one rack
 Target = SymbolicTarget | RackTarget | list[int]
 
@@ -55,11 +56,33 @@ class TargetError(Exception):
     """A target that names no node (e.g. `leader` while the partition has none)."""
 
 
+# --- txn-coordinator (issue 14) ---
+def txn_workload_id(topic: str) -> str:
+    """The transactional.id of the transactional workload's first producer thread on `topic`; the same
+    formula as workloads.txn.transactional_id(topic, 0) (faults and workloads never import each other; a unit
+    test holds the two together)."""
+    return f"kafka-chaos-txn-{topic}-0"
+
+
+def txn_coordinator(cluster: Cluster, topic: str) -> int:
+    """The broker coordinating the workload's transactional.id, from metadata at the moment the fault fires."""
+    finder = getattr(cluster, "txn_coordinator_id", None)
+    if finder is None:
+        raise TargetError("this cluster cannot look up a transaction coordinator")
+    txn_id = txn_workload_id(topic)
+    node = finder(txn_id)
+    if node is None:
+        raise TargetError(f"no broker named a coordinator for transactional.id {txn_id} (no transaction yet?)")
+    return int(node)
+# --- end txn-coordinator ---
+
+
 def resolve(target: Target, cluster: Cluster, topic: str, rng: random.Random, *, brokers_only: bool = False,
             previous: list[int] | None = None) -> list[int]:
     """Node ids for `target`, now. `leader` is the leader of the topic's partition 0 (the first key) and
     `follower` one of its other replicas; `previous` is the nodes of the fault before this one (to crash a node
-    that an earlier fault isolated); `one`, `follower`, `minority`, `majority` are drawn from the run's seeded
+    that an earlier fault isolated); `txn-coordinator` the coordinator of the transactional workload's
+    transactional.id (`txn_workload_id`); `one`, `follower`, `minority`, `majority` are drawn from the run's seeded
     random source, so a seed replays the same choices."""
     ids = sorted(n.node_id for n in cluster.nodes.values() if n.is_broker or not brokers_only)
     if isinstance(target, list):
@@ -95,6 +118,8 @@ def resolve(target: Target, cluster: Cluster, topic: str, rng: random.Random, *,
         if not followers:
             raise TargetError(f"{topic}/0 has no follower")
         return [rng.choice(followers)]
+    if target == "txn-coordinator":
+        return [txn_coordinator(cluster, topic)]
     if target == "controller":
         controller = cluster.controller_id()
         if controller is None:

@@ -55,6 +55,15 @@ class RunResult:
         return int(self.results.get("anomaly_counts", {}).get(anomaly, 0))
 
 
+def default_workload(s: Scenario) -> Workload:
+    """The scenario's own workload: `[workload] kind` picks the queue (default) or the transactional one."""
+    if s.workload.kind == "txn":
+        from kafka_chaos.workloads.txn import TxnWorkload
+
+        return TxnWorkload(s.workload)
+    return QueueWorkload(s.workload)
+
+
 def cluster_spec(s: Scenario) -> ClusterSpec:
     return s.cluster
 
@@ -107,7 +116,7 @@ def run_scenario(
     spec = s.cluster
     resolved = {**s.model_dump(exclude_none=True), "run_id": run_id, "kafka_settings": spec.settings()}
     run.scenario.write_text(to_toml(resolved))
-    parts_workloads: list[Workload] = list(workloads) if workloads is not None else [QueueWorkload(s.workload)]
+    parts_workloads: list[Workload] = list(workloads) if workloads is not None else [default_workload(s)]
     parts_nemeses: list[Nemesis] = [nemesis if nemesis is not None else
                                     ScheduledNemesis(plan(s.faults, s.duration_s, s.seed))]
     if s.operations:

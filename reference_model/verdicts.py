@@ -606,6 +606,11 @@ def _nonmonotonic_send(_i: Mapping[str, Any], cfg: RunConfig, known: bool, fault
 
 
 def _consumer_order(i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: FaultSummary) -> Verdict:
+    if i.get("skipped_uncommitted") and i.get("isolation", "read_committed") == "read_committed":  # issue 14
+        return _permitted(
+            f"a read_committed consumer skips records of transactions that did not commit ({KIP_98}): every "
+            "skipped value is one"
+        )
     if i.get("subscribe") or i.get("mode") == "subscribe":
         return _permitted("subscribe-mode consumer: a rebalance may move its position back or forward")
     offsets = i.get("offsets")
@@ -646,17 +651,108 @@ def _vanished_read(_i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: F
     )
 
 
+# ------------------------------------------------------------------------------ transactions (issue 14)
+# Kafka's promises for transactions, each with its source:
+# * KIP-98 (Exactly Once Delivery and Transactional Messaging) and the consumer's `isolation.level` docs: a
+#   read_committed consumer returns only records of committed transactions (and non-transactional ones), and a
+#   transaction's records on every partition become visible together once its commit marker is written
+#   (atomic visibility); a read_uncommitted consumer returns every record, aborted transactions' included.
+# * KIP-98 fencing: `init_transactions` bumps the producer epoch of the transactional.id; the coordinator
+#   aborts the previous epoch's open transaction and brokers refuse the old epoch's writes (PRODUCER_FENCED /
+#   INVALID_PRODUCER_EPOCH). A fenced producer's last transaction may still have committed if its EndTxn was
+#   already accepted, so its outcome is unknown (`info`), never certainly aborted.
+# * KIP-98 / the transaction coordinator: when the coordinator or a partition leader dies, open transactions
+#   continue with the new coordinator (the transaction log is replicated) or are aborted after
+#   transaction.timeout.ms; a transaction that has not committed is never shown to read_committed readers.
+# * No isolation of writes (KIP-98 defines none): open transactions interleave their appends, and a
+#   partition orders records by append, not by commit; so ww cycles among concurrent transactions, and ww+wr
+#   cycles through an append that preceded a commit, are permitted. What the log does forbid is a cycle whose
+#   every step is forced in time (`_cycle_forced`).
+KIP_98 = "KIP-98"
+
+
+def _writer_txn(i: Mapping[str, Any]) -> bool:
+    return bool(i.get("writer_txn"))
+
+
 def _g1a(i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: FaultSummary) -> Verdict:
+    isolation = i.get("isolation")
+    if _writer_txn(i) and isolation == "read_uncommitted":
+        return _permitted(
+            f"the reader is read_uncommitted, which returns aborted transactions' records ({KIP_98}; consumer "
+            "config isolation.level)"
+        )
+    if _writer_txn(i):
+        return _violation(
+            f"a read_committed consumer returned a record of an aborted transaction: {KIP_98} promises it only "
+            "records of committed transactions"
+        )
     return _violation(
         "a send reported as failed (certainly not written) was read by a consumer: either Kafka wrote a "
         f"record it refused, or the client reported an ambiguous error as definite{_config_note(known)}"
     )
 
 
+def _cycle_forced(edges: Any) -> bool:
+    """Whether every step of the cycle is forced in time, so no execution of Kafka's log can produce it.
+
+    Each edge orders a point of one transaction before a point of the next: `commit`, `invoke`, or a micro-op
+    index (an append for a send, the poll's return for a read). Inside each transaction the cycle arrives at
+    one point and leaves from another; the chain of "before"s continues only when the arrival certainly
+    precedes the departure: it arrives at the invoke, leaves from the commit, arrives and leaves at the same
+    micro-op, or arrives at a poll that returned before the micro-op it leaves from was produced. A chain
+    that continues all the way round says a point precedes itself."""
+    if not isinstance(edges, list) or not edges:
+        return False
+    for k, edge in enumerate(edges):
+        nxt = edges[(k + 1) % len(edges)]
+        arrive, depart = edge.get("to_point"), nxt.get("from_point")
+        if arrive == "invoke" or depart == "commit":
+            continue
+        if isinstance(arrive, int) and isinstance(depart, int) and arrive == depart:
+            continue  # the same micro-op: one event
+        if edge.get("kind") == "wr" and isinstance(arrive, int) and isinstance(depart, int) and arrive < depart:
+            continue
+        return False
+    return True
+
+
+def _g0(i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: FaultSummary) -> Verdict:
+    if not i.get("edges"):  # an instance that does not say how its cycle closes: Jepsen's default policy
+        return _not_bad(i, cfg, known, faults)
+    return _cycle(i, cfg, known, faults)
+
+
+def _g1c(i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: FaultSummary) -> Verdict:
+    if not i.get("edges"):
+        return _violation(f"{KIP_98} promises read_committed consumers see only committed transactions, atomically")
+    return _cycle(i, cfg, known, faults)
+
+
+def _cycle(i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: FaultSummary) -> Verdict:
+    if not _cycle_forced(i.get("edges")):
+        return _permitted(
+            f"no isolation of writes ({KIP_98}): open transactions interleave appends and a partition orders "
+            "records by append, not by commit, so this cycle needs no broken promise"
+        )
+    if faults.unclean_election or cfg.unclean:
+        return _permitted("an unclean leader election may truncate a log and reuse its offsets, which can order "
+                          "versions against time")
+    return _violation(
+        f"every step of this cycle is forced in time ({KIP_98}: a committed transaction's records precede its "
+        "commit marker, and a read_committed reader sees them only after it), so it orders a transaction "
+        "before itself"
+    )
+
+
 def _txn(i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: FaultSummary) -> Verdict:
     return _violation(
-        "Kafka transactions promise read_committed consumers see only committed transactions, atomically"
+        f"a transaction read its own uncommitted record through its read_committed consumer; {KIP_98} promises "
+        "read_committed consumers see only committed transactions"
     )
+
+
+# ------------------------------------------------------------------------------ end of transactions (issue 14)
 
 
 def _not_bad(i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: FaultSummary) -> Verdict:
@@ -699,8 +795,8 @@ _RULES = {
     "vanished-read": _vanished_read,
     "G1a": _g1a,
     "precommitted-read": _txn,
-    "G1c": _txn,
-    "G0": _not_bad,
+    "G1c": _g1c,
+    "G0": _g0,
     "int-send-skip": _not_bad,
     "leader-outside-isr-elr": _leader_outside,
     "leader-epoch-regression": _epoch_regression,

@@ -26,6 +26,15 @@ class WorkloadConfig(BaseModel):
     poll_max_records: int = Field(500, ge=1)
     drain_timeout_s: float = Field(60, gt=0)
     client_rack: str | None = Field(None, description="consumers' client.rack: fetch from the closest replica")
+    # --- kind = "txn": the transactional workload (workloads.txn); ignored by the queue workload ---
+    kind: Literal["queue", "txn"] = Field("queue", description="queue (default) or txn (workloads.txn)")
+    txn_keys: int = Field(2, ge=1, le=64, description="txn: distinct keys (partitions) written per transaction")
+    txn_abort_share: float = Field(0.1, ge=0, le=1, description="txn: share of transactions aborted on purpose")
+    txn_mixed_share: float = Field(0.3, ge=0, le=1,
+                                   description="txn: share that poll and send in one transaction (offsets in it)")
+    txn_isolation: list[Literal["read_committed", "read_uncommitted"]] = Field(
+        ["read_committed", "read_uncommitted"],
+        description="txn: one standalone consumer per isolation level")
 
     @field_validator("acks", mode="before")
     @classmethod

@@ -1,4 +1,5 @@
-"""Reads of what should not be visible, and transaction cycles: `G1a`, `precommitted-read`, `G0`, `G1c`."""
+"""Reads of what should not be visible, and transaction cycles: `G1a`, `precommitted-read`, `G0`, `G1c`
+(the cycles are found in checker.anomalies.cycles)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from kafka_chaos.checker.anomalies.cycles import TxnHistory, find_cycles
 from kafka_chaos.checker.context import FAIL, Context
 
 
@@ -79,21 +81,48 @@ def precommitted_read_cases(ctx: Context) -> list[dict[str, Any]]:
     return out
 
 
-def g0_cases(ctx: Context) -> list[dict[str, Any]]:
-    """Write-write cycles among transactions (Jepsen runs Elle on ww edges from the version order).
-
-    Not implemented: a stub that finds nothing. Cycles need multi-key transactions, which no kafka-chaos
-    workload produces yet; with single-op sends every op touches one key at a time and no cycle can form.
-    G0 is not bad by default anyway (Kafka does not isolate writes).
-    """
-    del ctx
-    return []
+NO_TRANSACTIONS = "no transactions in this history"
+NO_HISTORY = ("needs the history's transactions (checker.run reads them); the tables alone do not link a "
+              "transaction's sends to its polls")
 
 
-def g1c_cases(ctx: Context) -> list[dict[str, Any]]:
-    """Write-read cycles among transactions (Jepsen runs Elle on ww + wr edges).
+def cycle_cases(txns: TxnHistory | None) -> tuple[dict[str, list[dict[str, Any]]], dict[str, str]]:
+    """`G0` and `G1c` (checker.anomalies.cycles), and the checks that could not run with the reason: without a
+    transactional op in the history there is nothing to check, which is not the same as zero instances."""
+    if txns is None:
+        return {"G0": [], "G1c": []}, {"G0": NO_HISTORY, "G1c": NO_HISTORY}
+    if not txns.has_transactions:
+        return {"G0": [], "G1c": []}, {"G0": NO_TRANSACTIONS, "G1c": NO_TRANSACTIONS}
+    found = find_cycles(txns)
+    return {"G0": found.G0, "G1c": found.G1c}, {}
 
-    Not implemented: a stub that finds nothing, until a transactional workload exists (see `g0_cases`).
-    """
-    del ctx
-    return []
+
+def with_isolation(instances: list[dict[str, Any]], txns: TxnHistory | None) -> list[dict[str, Any]]:
+    """Name the reader's isolation level on each read instance (`process` is the reader): what the reader was
+    promised decides the verdict (reference_model.verdicts); `writer_txn`: the value's writer was a transaction."""
+    if txns is not None:
+        f_of = {t.invoke: t.f for t in txns.txns}
+        for inst in instances:
+            inst["isolation"] = txns.isolation_of(int(inst["process"]))
+            inst["writer_txn"] = f_of.get(int(inst["ops"][0])) == "txn"
+    return instances
+
+
+def with_uncommitted_skips(instances: list[dict[str, Any]], txns: TxnHistory | None) -> list[dict[str, Any]]:
+    """On each poll-skip instance, the reader's `isolation` and `skipped_uncommitted`: every skipped value was
+    written by a transaction that did not certainly commit (aborted, or of unknown outcome). A read_committed
+    consumer skips exactly such records (another reader, at read_uncommitted, put them in the version order)."""
+    if txns is None or not txns.has_transactions:
+        return instances
+    outcome: dict[int, tuple[str, str]] = {}
+    for t in txns.txns:
+        for m in t.mops:
+            if isinstance(m, list) and len(m) == 3 and m[0] == "send":
+                v = m[2][1] if isinstance(m[2], list) else m[2]
+                outcome[int(v)] = (t.f, t.type)
+    for inst in instances:
+        skipped = inst.get("skipped") or []
+        inst["isolation"] = txns.isolation_of(int(inst["process"]))
+        inst["skipped_uncommitted"] = bool(skipped) and len(skipped) == int(inst.get("delta", 0)) - 1 and all(
+            outcome.get(int(v), ("", "ok")) in (("txn", "fail"), ("txn", "info")) for v in skipped)
+    return instances

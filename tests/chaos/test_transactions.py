@@ -1,0 +1,99 @@
+"""Transactions on a real cluster (issue 14): what the history shows, with the model's verdict beside it."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from kafka_chaos.harness.run import RunResult
+
+from .conftest import events, nemesis
+
+# a workload thread that dies stops invoking ops: the run would look clean for want of transactions
+pytestmark = [pytest.mark.cluster, pytest.mark.chaos,
+              pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")]
+
+BASE: dict[str, Any] = {
+    "cluster": {"nodes": 3},
+    "topic": {"partitions": 3, "replication_factor": 3, "min_insync_replicas": 2},
+    "workload": {"kind": "txn", "producers": 2, "consumers": 1, "txn_keys": 2, "txn_abort_share": 0.2,
+                 "txn_mixed_share": 0.3},
+}
+
+
+def txn_ops(result: RunResult) -> dict[str, int]:
+    counts = {"ok": 0, "fail": 0, "info": 0}
+    for e in events(result):
+        if e["f"] == "txn" and e["type"] in counts:
+            counts[e["type"]] += 1
+    return counts
+
+
+def mixed_ok(result: RunResult) -> int:
+    """Committed transactions that polled and sent (their offsets went in the transaction)."""
+    return sum(1 for e in events(result) if e["f"] == "txn" and e["type"] == "ok"
+               and any(m[0] == "poll" for m in e["value"]) and any(m[0] == "send" for m in e["value"]))
+
+
+def in_flight(result: RunResult, at: int) -> int:
+    """Transactions invoked before `at` and completed after it (or never): how close the fault came."""
+    invoked: dict[Any, int] = {}
+    count = 0
+    for e in events(result):
+        if e["f"] != "txn":
+            continue
+        if e["type"] == "invoke":
+            invoked[e["process"]] = e["time"]
+        elif invoked.pop(e["process"], at + 1) <= at < e["time"]:
+            count += 1
+    return count + sum(1 for t in invoked.values() if t <= at)
+
+
+def test_clean_transactional_run_has_no_anomaly_and_every_check_ran(chaos_run) -> None:
+    result = chaos_run({**BASE, "name": "txn-control", "duration_s": 15})
+    r = result.results
+    ops = txn_ops(result)
+    assert ops["ok"] > 20 and ops["fail"] > 0, ops  # commits, and aborts on purpose
+    assert mixed_ok(result) > 0
+    assert "not_checked" not in r, r.get("not_checked")  # G0 / G1c ran: the history has transactions
+    assert r["complete"] and not r["violations"], r["violations"][:3]
+    # Kafka shows aborted transactions' records to read_uncommitted readers and only to them (KIP-98): every G1a
+    # instance is a read_uncommitted reader's, and the model permits each
+    g1a = r["anomalies"].get("G1a", [])
+    assert g1a, "the read_uncommitted consumer read no aborted record"
+    assert {i["isolation"] for i in g1a} == {"read_uncommitted"} and {i["verdict"] for i in g1a} == {"permitted"}
+    # cycles through an append that preceded another's commit are Kafka's normal behaviour (the model permits
+    # them); anything else would be a false alarm of the checker or a Kafka bug
+    cycles = [(i["variant"], i["verdict"]) for name in ("G0", "G1c") for i in r["anomalies"].get(name, [])]
+    print(f"txn ops {ops}; G1a {len(g1a)}; cycles (variant, verdict) {cycles}")
+    assert all(verdict == "permitted" for _, verdict in cycles), cycles
+    # (a read_committed reader skipping aborted records is no poll-skip: such instances are not `bad`)
+    others = {name: [i for i in insts if i["bad"]] for name, insts in r["anomalies"].items()
+              if name not in ("G1a", "G0", "G1c")}
+    assert not any(others.values()), {name: insts[:2] for name, insts in others.items() if insts}
+
+
+def test_coordinator_kill_during_commits(chaos_run) -> None:
+    """Kill the transaction coordinator of the workload's transactional.id twice. Kafka promises atomic
+    visibility to read_committed readers whatever the coordinator does (KIP-98): the model calls any G1a at
+    read_committed, precommitted read or forced cycle a violation, and the run must have none."""
+    scenario = {**BASE, "name": "txn-coordinator-kill", "duration_s": 25,
+                "faults": {"schedule": [{"kind": "kill", "target": "txn-coordinator", "at_s": 4, "duration_s": 7},
+                                        {"kind": "kill", "target": "txn-coordinator", "at_s": 14, "duration_s": 7}]}}
+    result = chaos_run(scenario)
+    kills = nemesis(result, "kill")
+    assert len(kills) == 2 and all(k["value"]["nodes"] for k in kills), kills
+    r = result.results
+    ops = txn_ops(result)
+    assert ops["ok"] > 0, ops
+    found = Counter((name, i.get("variant", ""), i["verdict"]) for name, insts in r["anomalies"].items()
+                    for i in insts)
+    print(f"txn ops {ops}; coordinators killed {[k['value']['nodes'] for k in kills]}; in flight at each kill "
+          f"{[in_flight(result, k['time']) for k in kills]}; anomalies (name, variant, verdict): {dict(found)}")
+    rc_g1a = [i for i in r["anomalies"].get("G1a", []) if i.get("isolation") != "read_uncommitted"]
+    assert not rc_g1a, rc_g1a[:3]
+    txn_violations = [v for v in r["violations"] if v["name"] in ("G0", "G1c", "G1a", "precommitted-read")]
+    assert not txn_violations, txn_violations[:3]
+    assert "not_checked" not in r

@@ -1,0 +1,208 @@
+"""G0 / G1c (Elle's cycles) and the transactional reads (G1a by isolation level) on hand-written histories:
+each history with the anomaly and one without; the checker reports exactly those instances."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from checker_histories import K1, History, K
+
+from kafka_chaos.checker import check_run
+from kafka_chaos.checker.anomalies.cycles import find_cycles, txn_history
+
+K2 = "chaos/2"
+
+
+def check(h: History, tmp_path: Path) -> dict[str, Any]:
+    h.drain()
+    return check_run(h.write(tmp_path / "run"), write=False)
+
+
+def sends(*records: tuple[str, int, int]) -> tuple[list[Any], list[Any]]:
+    """A txn's invoke and completion values for sends of (key, value, offset)."""
+    return [["send", k, v] for k, v, _ in records], [["send", k, [o, v]] for k, v, o in records]
+
+
+def concurrent(h: History, ops: list[tuple[int, list[Any], list[Any]]]) -> list[int]:
+    """Invoke every op, then complete them all: no real-time order between them. Returns their invokes."""
+    invokes = [h.event(p, "invoke", "txn", inv) for p, inv, _ in ops]
+    for p, _, done in ops:
+        h.event(p, "ok", "txn", done)
+    return invokes
+
+
+def txn_violations(r: dict[str, Any]) -> list[str]:
+    """Violations of the transactional checks (these histories leave values unread: `unseen` is not the point)."""
+    return [v["name"] for v in r["violations"] if v["name"] in ("G0", "G1c", "G1a", "precommitted-read")]
+
+
+def variants(r: dict[str, Any], name: str) -> list[tuple[str, list[int]]]:
+    return [(i["variant"], sorted(i["ops"])) for i in r["anomalies"].get(name, [])]
+
+
+def test_g0_of_two_concurrent_transactions_is_found_and_explained(tmp_path: Path) -> None:
+    h = History()
+    a, b = concurrent(h, [(1, *sends((K, 1, 0), (K1, 2, 1))), (2, *sends((K, 3, 1), (K1, 4, 0)))])
+    r = check(h, tmp_path)
+    assert variants(r, "G0") == [("G0", [a, b])] and "G1c" not in r["anomalies"]
+    (inst,) = r["anomalies"]["G0"]
+    assert {e["kind"] for e in inst["edges"]} == {"ww"} and len(inst["edges"]) == 2
+    assert "wrote 1 to chaos/0 at offset 0" in inst["explanation"]
+    assert "not_checked" not in r
+    # G0 among concurrent writers is what Kafka allows (open transactions interleave appends)
+    assert inst["verdict"] == "permitted" and not txn_violations(r)
+
+
+def test_no_cycle_when_one_transaction_writes_every_key_first(tmp_path: Path) -> None:
+    h = History()
+    concurrent(h, [(1, *sends((K, 1, 0), (K1, 2, 0))), (2, *sends((K, 3, 1), (K1, 4, 1)))])
+    r = check(h, tmp_path)
+    assert "G0" not in r["anomalies"] and "G1c" not in r["anomalies"] and "not_checked" not in r
+
+
+def test_g0_cycle_of_three_transactions(tmp_path: Path) -> None:
+    # T1 writes K before T2, T2 writes K1 before T3, T3 writes K2 before T1
+    h = History()
+    ops = concurrent(h, [(1, *sends((K, 1, 0), (K2, 2, 1))), (2, *sends((K, 3, 1), (K1, 4, 0))),
+                         (3, *sends((K1, 5, 1), (K2, 6, 0)))])
+    r = check(h, tmp_path)
+    assert variants(r, "G0") == [("G0", sorted(ops))]
+    (inst,) = r["anomalies"]["G0"]
+    assert len(inst["edges"]) == 3 and [e["kind"] for e in inst["edges"]] == ["ww"] * 3
+    # the edges close a cycle: each edge starts where the previous ended
+    assert all(inst["edges"][i]["to"] == inst["edges"][(i + 1) % 3]["from"] for i in range(3))
+
+
+def test_g1c_two_transactions_reading_each_other_is_a_violation_at_read_committed(tmp_path: Path) -> None:
+    h = History()
+    a, b = concurrent(h, [
+        (1, [["send", K, 1], ["poll"]], [["send", K, [0, 1]], ["poll", {K1: [[0, 2]]}]]),
+        (2, [["send", K1, 2], ["poll"]], [["send", K1, [0, 2]], ["poll", {K: [[0, 1]]}]]),
+    ])
+    r = check(h, tmp_path)
+    assert variants(r, "G1c") == [("G1c", [a, b])] and "G0" not in r["anomalies"]
+    (inst,) = r["anomalies"]["G1c"]
+    assert [e["kind"] for e in inst["edges"]] == ["wr", "wr"]
+    # each committed only after the other's commit was visible to it: impossible at read_committed
+    assert inst["verdict"] == "violation"
+    assert txn_violations(r) == ["G1c"]
+
+
+def test_g1c_through_a_ww_edge_is_permitted(tmp_path: Path) -> None:
+    """T1 appends to K before T2 does; T2 commits; T1 reads T2's K1 and commits: Kafka orders appends, not
+    commits, so this ww+wr cycle needs no broken promise."""
+    h = History()
+    a, b = concurrent(h, [
+        (1, [["send", K, 1], ["poll"]], [["send", K, [0, 1]], ["poll", {K1: [[0, 4]]}]]),
+        (2, *sends((K, 3, 1), (K1, 4, 0))),
+    ])
+    r = check(h, tmp_path)
+    assert variants(r, "G1c") == [("G1c", [a, b])]
+    assert r["anomalies"]["G1c"][0]["verdict"] == "permitted" and not txn_violations(r)
+
+
+def test_no_g1c_when_reads_follow_one_direction(tmp_path: Path) -> None:
+    h = History()
+    concurrent(h, [
+        (1, *sends((K, 1, 0), (K1, 2, 0))),
+        (2, [["poll"], ["send", K2, 3]], [["poll", {K: [[0, 1]], K1: [[0, 2]]}], ["send", K2, [0, 3]]]),
+    ])
+    r = check(h, tmp_path)
+    assert "G1c" not in r["anomalies"] and "G0" not in r["anomalies"]
+
+
+def test_realtime_only_cycle(tmp_path: Path) -> None:
+    """T2 began after T1 completed, yet T2's value sits before T1's in K: a cycle only through real time."""
+    h = History()
+    a, _ = h.txn(1, *sends((K, 1, 1), (K1, 2, 0)))
+    b, _ = h.txn(2, *sends((K, 3, 0), (K2, 4, 0)))
+    r = check(h, tmp_path)
+    assert variants(r, "G0") == [("G0-realtime", [a, b])]
+    (inst,) = r["anomalies"]["G0"]
+    assert sorted(e["kind"] for e in inst["edges"]) == ["realtime", "ww"]
+    assert "completed" in inst["explanation"] and "before op" in inst["explanation"]
+    assert inst["verdict"] == "violation"  # a completed transaction's appends precede a later one's
+    # without the real-time order (the two overlap) there is no cycle
+    h2 = History()
+    concurrent(h2, [(1, *sends((K, 1, 1), (K1, 2, 0))), (2, *sends((K, 3, 0), (K2, 4, 0)))])
+    assert "G0" not in check(h2, tmp_path / "2")["anomalies"]
+
+
+def test_realtime_cycle_through_a_chain_of_three(tmp_path: Path) -> None:
+    """T3 overlaps T1; T2 starts after T1 completed; T1 →rt→ T2 →ww(K1)→ T3 →ww(K)→ T1, no shorter cycle."""
+    h = History()
+    inv3, done3 = sends((K1, 5, 1), (K, 6, 1))
+    c = h.event(3, "invoke", "txn", inv3)
+    a, _ = h.txn(1, *sends((K, 1, 2)))
+    b, _ = h.txn(2, *sends((K1, 3, 0)))
+    h.event(3, "ok", "txn", done3)
+    found = find_cycles(txn_history(h.events))
+    assert [(i["variant"], sorted(i["ops"])) for i in found.G0] == [("G0-realtime", sorted([a, b, c]))]
+
+
+def test_aborted_read_is_g1a_permitted_read_uncommitted_violation_read_committed(tmp_path: Path) -> None:
+    h = History()
+    for p, iso in ((5, "read_committed"), (6, "read_uncommitted")):
+        h.event(p, "invoke", "assign", {"keys": [K], "isolation": iso})
+        h.event(p, "ok", "assign", {"keys": [K], "isolation": iso})
+    h.event(1, "invoke", "txn", [["send", K, 1]])
+    h.event(1, "fail", "txn", [["send", K, [0, 1]]], error=["abort", "aborted on purpose"])
+    h.txn(2, *sends((K, 2, 2)))
+    h.poll(6, {K: [(0, 1), (2, 2)]})
+    h.poll(5, {K: [(2, 2)]})
+    r = check(h, tmp_path)
+    (inst,) = r["anomalies"]["G1a"]
+    assert inst["isolation"] == "read_uncommitted" and inst["verdict"] == "permitted", inst
+    assert not txn_violations(r)
+    h.event(7, "invoke", "assign", {"keys": [K], "isolation": "read_committed"})
+    h.event(7, "ok", "assign", {"keys": [K], "isolation": "read_committed"})
+    h.poll(7, {K: [(0, 1)]})
+    r = check(h, tmp_path / "2")
+    by_iso = {i["isolation"]: i["verdict"] for i in r["anomalies"]["G1a"]}
+    assert by_iso == {"read_uncommitted": "permitted", "read_committed": "violation"}
+
+
+def test_fenced_producer_info_txn_read_is_no_anomaly_and_its_unread_value_no_cycle(tmp_path: Path) -> None:
+    """A fenced producer's txn ends `info` (unknown): reading its value is no G1a; it joins cycles only as a
+    transaction that may have happened, and the new process that fenced it orders after nothing it did."""
+    h = History()
+    h.event(1, "invoke", "txn", [["send", K, 1], ["send", K1, 2]])
+    h.event(1, "info", "txn", [["send", K, [None, 1]], ["send", K1, [None, 2]]],
+            error=["_FENCED", "producer fenced"])
+    h.txn(2, *sends((K, 3, 1), (K1, 4, 1)))
+    h.poll(5, {K: [(0, 1), (1, 3)], K1: [(0, 2), (1, 4)]})
+    r = check(h, tmp_path)
+    assert r["anomaly_counts"].get("G1a", 0) == 0 and "G0" not in r["anomalies"] and "G1c" not in r["anomalies"]
+    # the same fenced txn seen at offsets that interleave with the new one's: a G0 with the info txn in it
+    h2 = History()
+    i, _ = (h2.event(1, "invoke", "txn", [["send", K, 1], ["send", K1, 2]]),
+            h2.event(1, "info", "txn", [["send", K, [None, 1]], ["send", K1, [None, 2]]]))
+    j = h2.event(2, "invoke", "txn", [["send", K, 3], ["send", K1, 4]])
+    h2.event(2, "ok", "txn", [["send", K, [1, 3]], ["send", K1, [0, 4]]])
+    h2.poll(5, {K: [(0, 1), (1, 3)], K1: [(0, 4), (1, 2)]})
+    assert variants(check(h2, tmp_path / "2"), "G0") == [("G0", [i, j])]
+
+
+def test_read_committed_skip_over_aborted_records_is_no_poll_skip_but_over_committed_ones_is(tmp_path: Path) -> None:
+    def history(skipped_type: str) -> History:
+        h = History()
+        for p, iso in ((5, "read_committed"), (6, "read_uncommitted")):
+            h.event(p, "invoke", "assign", {"keys": [K], "isolation": iso})
+            h.event(p, "ok", "assign", {"keys": [K], "isolation": iso})
+        h.txn(1, *sends((K, 1, 0)))
+        h.event(2, "invoke", "txn", [["send", K, 2]])
+        h.event(2, skipped_type, "txn", [["send", K, [1, 2]]])
+        h.txn(3, *sends((K, 3, 2)))
+        h.poll(6, {K: [(0, 1), (1, 2), (2, 3)]})
+        h.poll(5, {K: [(0, 1)]})
+        h.poll(5, {K: [(2, 3)]})
+        return h
+
+    r = check(history("fail"), tmp_path / "aborted")
+    (skip,) = r["anomalies"]["poll-skip"]
+    assert skip["skipped_uncommitted"] and not skip["bad"] and skip["verdict"] == "permitted"
+    assert r["valid"] and not r["violations"]
+    r = check(history("ok"), tmp_path / "committed")  # the skipped value committed: a real skip
+    (skip,) = r["anomalies"]["poll-skip"]
+    assert not skip["skipped_uncommitted"] and skip["bad"] and skip["verdict"] == "violation"

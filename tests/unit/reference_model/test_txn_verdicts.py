@@ -1,0 +1,52 @@
+"""The model's transaction rules (KIP-98): isolation levels for G1a and skips, and which cycles time forbids."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafka_chaos.reference_model.verdicts import FaultSummary, RunConfig, judge
+
+SAFE = RunConfig(acks="all", idempotence=True, rf=3, min_insync=2)
+NONE = FaultSummary.coerce(None)
+
+
+def v(anomaly: str, instance: dict[str, Any], config: RunConfig = SAFE) -> str:
+    return judge(anomaly, instance, config, NONE).verdict
+
+
+def ww(a: int, b: int) -> dict[str, Any]:
+    return {"kind": "ww", "from_point": a, "to_point": b}
+
+
+def wr(from_point: int | str, to_point: int) -> dict[str, Any]:
+    return {"kind": "wr", "from_point": from_point, "to_point": to_point}
+
+
+RT = {"kind": "realtime", "from_point": "commit", "to_point": "invoke"}
+
+
+def test_g1a_depends_on_the_readers_isolation_level() -> None:
+    assert v("G1a", {"writer_txn": True, "isolation": "read_uncommitted"}) == "permitted"
+    assert v("G1a", {"writer_txn": True, "isolation": "read_committed"}) == "violation"
+    assert v("G1a", {"isolation": "read_uncommitted"}) == "violation"  # a failed plain send is not an abort
+
+
+def test_cycles_forced_in_time_are_violations_others_permitted() -> None:
+    assert v("G0", {"edges": [ww(0, 0), ww(1, 1)]}) == "permitted"  # interleaved appends
+    assert v("G0", {"edges": [ww(0, 0), RT]}) == "violation"  # a later transaction appended earlier
+    assert v("G1c", {"edges": [wr("commit", 1), wr("commit", 1)]}) == "violation"  # each saw the other's commit
+    assert v("G1c", {"edges": [ww(0, 0), wr("commit", 1)]}) == "permitted"  # append before the other's commit
+    # read_uncommitted wr edges leave from an append, not a commit: not forced
+    assert v("G1c", {"edges": [wr(0, 1), wr(0, 1)]}) == "permitted"
+    # a poll that returned before the transaction's own later send: the read precedes that append
+    assert v("G1c", {"edges": [wr("commit", 0), ww(1, 0), RT]}) == "violation"
+    # arriving and leaving at the same append: T1 before T2 on a key, T2 before T1 on it again is one chain
+    assert v("G0", {"edges": [ww(0, 0), ww(0, 0)]}) == "violation"
+    unclean = RunConfig(acks="all", idempotence=True, rf=3, min_insync=2, unclean=True)
+    assert v("G0", {"edges": [ww(0, 0), RT]}, unclean) == "permitted"
+
+
+def test_read_committed_skips_of_uncommitted_records_are_permitted() -> None:
+    base = {"offsets": [0, 5], "delta": 2, "values": [1, 3]}
+    assert v("poll-skip", {**base, "skipped_uncommitted": True, "isolation": "read_committed"}) == "permitted"
+    assert v("poll-skip", {**base, "skipped_uncommitted": False, "isolation": "read_committed"}) == "violation"

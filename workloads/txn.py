@@ -1,0 +1,364 @@
+"""The transactional workload (`[workload] kind = "txn"`): Jepsen's Kafka transactions (docs/architecture.md §3).
+
+Each producer thread is a series of Jepsen processes. A process owns one transactional confluent-kafka Producer
+and runs one `txn` op at a time: begin, optionally poll (a consumer at read_committed) and send the positions it
+reached as the transaction's consumer offsets (`send_offsets_to_transaction`, the consume-transform-produce loop),
+send one value to each of `txn_keys` distinct partitions, then commit — or abort on purpose for a share of them.
+
+History, Jepsen's rules: `ok` only after `commit_transaction` returned; `fail` only after `abort_transaction`
+returned (the transaction certainly did not commit); anything else — a commit that raised, a fenced or fatally
+failed producer — is `info`, and that process never runs again: the thread starts a new process with a new
+Producer. The thread keeps its `transactional.id` across its processes, as a restarted application instance
+would, so each new process fences the previous one's producer epoch (KIP-98 zombie fencing).
+
+Micro-ops in order: invoke `[["poll"], ["send", key, value], …]`, completion
+`[["poll", {key: [[offset, value], …]}], ["send", key, [offset, value]], …]`.
+
+Standalone consumers, one per isolation level in `txn_isolation`, read every partition from the beginning; their
+`assign` op's value names the isolation level (`{"keys": […], "isolation": "read_uncommitted"}`) so the checker
+knows what each reader was promised. The final drain reads at read_committed (`txn_final_drain`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import random
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
+
+from kafka_chaos.cluster.logs import client_logger
+from kafka_chaos.workloads.config import WorkloadConfig
+from kafka_chaos.workloads.consumer import ConsumerSettings, end_offsets, poll_once, start_reading
+from kafka_chaos.workloads.recorder import Recorder, parse_payload, payload
+
+if TYPE_CHECKING:  # types only: workloads never import the harness at run time
+    from kafka_chaos.harness.testmap import RunContext
+
+TXN_TIMEOUT_MS = 10000
+"""transaction.timeout.ms: a transaction left open by a dead process is aborted by its coordinator after this,
+so read_committed readers (and the final drain) are not held at the last stable offset for Kafka's 60 s."""
+
+
+def transactional_id(topic: str, thread: int) -> str:
+    """The `transactional.id` of producer thread `thread` (faults' `txn-coordinator` target resolves thread 0's)."""
+    return f"kafka-chaos-txn-{topic}-{thread}"
+
+
+OFFSETS_HUNG = ("send_offsets_to_transaction did not return within its timeout (librdkafka ignores it while a "
+                "coordinator is down: confluentinc/librdkafka#5456, #5511); the process is abandoned")
+STOP_GRACE_S = 5.0
+"""How long `stop` waits beyond an op's own timeouts for a producer thread before leaving it (its op stays
+open: unknown, as Jepsen records a process that never answered)."""
+
+
+def _returns_within(call: Any, seconds: float) -> bool:
+    """Run a blocking client call with a deadline: True when it returned (its exception is raised here), False
+    when it is still blocked (it is left running in a daemon thread: a C call cannot be interrupted)."""
+    outcome: list[BaseException | None] = []
+
+    def run() -> None:
+        try:
+            call()
+            outcome.append(None)
+        except BaseException as err:  # handed to the caller's thread
+            outcome.append(err)
+
+    thread = threading.Thread(target=run, name="txn-bounded-call", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if not outcome:
+        return False
+    if outcome[0] is not None:
+        raise outcome[0]
+    return True
+
+
+def _serve_callbacks(producer: Producer) -> bool:
+    """Serve delivery reports; False when the producer raised a (fatal) error there: its process must end."""
+    try:
+        producer.poll(0)
+    except KafkaException:
+        return False
+    return True
+
+
+class _Outcome(Exception):
+    """Ends one txn op with a history type (`fail` / `info`) and the error that decided it."""
+
+    def __init__(self, type_: str, err: Any) -> None:
+        super().__init__(str(err))
+        self.type = type_
+        self.err = err
+
+
+def _error(err: BaseException) -> list[str]:
+    e = err.args[0] if err.args and isinstance(err.args[0], KafkaError) else None
+    return [e.name(), e.str()] if e is not None else [type(err).__name__, str(err)]
+
+
+class TxnProducerThread:
+    """One producer thread: processes one after another, one transaction at a time (a Jepsen process is
+    single-threaded)."""
+
+    def __init__(self, ctx_bootstrap: str, topic: str, partitions: int, config: WorkloadConfig, recorder: Recorder,
+                 values: Iterator[int], thread: int, seed: int) -> None:
+        self.bootstrap, self.topic, self.partitions = ctx_bootstrap, topic, partitions
+        self.config, self.recorder, self.values, self.thread = config, recorder, values, thread
+        self.rng = random.Random(seed)
+        self.stop_event = threading.Event()
+        self.counts = {"ok": 0, "fail": 0, "info": 0}
+        self._thread = threading.Thread(target=self._run, name=f"txn-producer-{thread}", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        # an op waits at most its own timeouts (commit, then abort); beyond that a client call is hung
+        self._thread.join(self.config.request_timeout_ms / 1000 * 3 * 2 + STOP_GRACE_S)
+
+    def _producer(self) -> Producer:
+        c = self.config
+        return Producer({
+            "bootstrap.servers": self.bootstrap,
+            "transactional.id": transactional_id(self.topic, self.thread),
+            "transaction.timeout.ms": TXN_TIMEOUT_MS,
+            "enable.idempotence": True,
+            "acks": "all",
+            "linger.ms": c.linger_ms,
+            "request.timeout.ms": c.request_timeout_ms,
+            "delivery.timeout.ms": min(c.delivery_timeout_ms, TXN_TIMEOUT_MS),  # librdkafka: <= the txn timeout
+            "metadata.max.age.ms": 5000,
+            "topic.metadata.refresh.interval.ms": 1000,
+            "client.id": f"kafka-chaos-txn-{self.thread}",
+            "logger": client_logger(),
+        })
+
+    def _consumer(self) -> Consumer:
+        consumer = Consumer({
+            "bootstrap.servers": self.bootstrap,
+            "group.id": f"kafka-chaos-txn-{self.topic}-{self.thread}",
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "enable.partition.eof": False,
+            "topic.metadata.refresh.interval.ms": 1000,
+            "client.id": f"kafka-chaos-txn-consumer-{self.thread}",
+            "logger": client_logger(),
+        })
+        consumer.assign([TopicPartition(self.topic, p) for p in range(self.partitions)])
+        return consumer
+
+    def _run(self) -> None:
+        timeout = self.config.request_timeout_ms / 1000 * 3
+        while not self.stop_event.is_set():
+            process = self.recorder.new_process()
+            consumer: Consumer | None = None
+            try:
+                producer = self._producer()
+                producer.init_transactions(timeout)
+                consumer = self._consumer() if self.config.txn_mixed_share > 0 else None
+            except KafkaException as err:  # no op of this process was invoked: just try a new one
+                self.recorder.record(process, "info", "crash", None, error=_error(err))
+                self.stop_event.wait(1.0)
+                continue
+            try:
+                while not self.stop_event.is_set() and self._one(process, producer, consumer, timeout):
+                    pass
+            finally:
+                if consumer is not None:
+                    with contextlib.suppress(Exception):
+                        consumer.close()
+                with contextlib.suppress(KafkaException):  # a fenced producer may raise its fatal error here
+                    producer.flush(0)
+
+    def _one(self, process: int, producer: Producer, consumer: Consumer | None, timeout: float) -> bool:
+        """One txn op; returns whether this process may run another (not after an `info`)."""
+        c = self.config
+        keys = self.rng.sample(range(self.partitions), min(c.txn_keys, self.partitions))
+        writes = [(p, next(self.values)) for p in keys]
+        mixed = consumer is not None and self.rng.random() < c.txn_mixed_share
+        abort = self.rng.random() < c.txn_abort_share
+        invoke: list[Any] = ([["poll"]] if mixed else []) + [["send", f"{self.topic}/{p}", v] for p, v in writes]
+        self.recorder.record(process, "invoke", "txn", invoke)
+        offsets: dict[int, int | None] = {}
+        read: dict[str, list[list[int]]] = defaultdict(list)
+
+        def completion() -> list[Any]:
+            sends = [["send", f"{self.topic}/{p}", [offsets.get(v), v]] for p, v in writes]
+            return ([["poll", dict(read)]] if mixed else []) + sends
+
+        def on_delivery(err: KafkaError | None, msg: Message) -> None:
+            value, offset = parse_payload(msg.value()), msg.offset()
+            if err is None and value is not None and offset is not None and offset >= 0:
+                offsets[value] = offset
+
+        try:
+            try:
+                producer.begin_transaction()
+                if mixed:
+                    assert consumer is not None
+                    for msg in consumer.consume(c.poll_max_records, timeout=0.2):
+                        value = parse_payload(msg.value()) if msg.error() is None else None
+                        offset = msg.offset()
+                        if value is not None and offset is not None:
+                            read[f"{msg.topic()}/{msg.partition()}"].append([offset, value])
+                for p, v in writes:
+                    producer.produce(self.topic, value=payload(v, c.record_size), partition=p,
+                                     on_delivery=on_delivery)
+                if mixed:
+                    assert consumer is not None
+                    positions = consumer.position(consumer.assignment())
+                    metadata = consumer.consumer_group_metadata()
+                    if not _returns_within(lambda: producer.send_offsets_to_transaction(positions, metadata, timeout),
+                                           timeout + 5):
+                        raise _Outcome("info", OFFSETS_HUNG)
+            except (KafkaException, BufferError) as err:
+                # before the commit: aborting is certain to leave nothing committed, if the abort succeeds
+                raise _Outcome("fail", err) from err
+            if abort:
+                raise _Outcome("fail", "aborted on purpose")
+            try:
+                producer.commit_transaction(timeout)
+            except KafkaException as err:
+                e = err.args[0] if err.args and isinstance(err.args[0], KafkaError) else None
+                if e is not None and e.txn_requires_abort():  # librdkafka: not committed; abort it
+                    raise _Outcome("fail", err) from err
+                raise _Outcome("info", err) from err  # the commit may or may not have happened
+            healthy = _serve_callbacks(producer)  # the commit returned: ok, even if the producer is now unusable
+            self.recorder.record(process, "ok", "txn", completion())
+            self.counts["ok"] += 1
+            return healthy
+        except _Outcome as outcome:
+            type_ = outcome.type
+            if type_ == "fail":
+                try:
+                    producer.abort_transaction(timeout)
+                except KafkaException:
+                    type_ = "info"  # the abort did not return: the transaction's end is unknown
+            if not _serve_callbacks(producer):
+                type_ = "info"  # a fatal error surfaced (e.g. "Failed to end transaction"): trust no outcome
+            if mixed and consumer is not None and type_ == "fail":
+                # what the aborted transaction read is read again by the next one (its offsets were not committed)
+                with contextlib.suppress(KafkaException):
+                    committed = consumer.committed(consumer.assignment(), timeout=timeout)
+                    for tp in committed:
+                        consumer.seek(TopicPartition(tp.topic, tp.partition,
+                                                     tp.offset if tp.offset >= 0 else OFFSET_BEGINNING))
+            cause = outcome.err
+            self.recorder.record(process, type_, "txn", completion(),
+                                 error=_error(cause) if isinstance(cause, BaseException)
+                                 else ["abort" if type_ == "fail" else "client", str(cause)])
+            self.counts[type_] += 1
+            return type_ == "fail"
+
+
+class IsolatedConsumer:
+    """A standalone reader at one isolation level: every partition from the beginning, no group."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int, isolation: str, recorder: Recorder,
+                 max_records: int) -> None:
+        self.settings = ConsumerSettings(bootstrap, topic, partitions, max_records=max_records)
+        self.isolation, self.recorder = isolation, recorder
+        self.stop_event = threading.Event()
+        self.polls = 0
+        self._thread = threading.Thread(target=self._run, name=f"consumer-{isolation}", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        s = self.settings
+        consumer = Consumer({**s.client_config(), "isolation.level": self.isolation,
+                             "client.id": f"kafka-chaos-consumer-{self.isolation}"})
+        process = self.recorder.new_process()
+        try:
+            value = {"keys": s.keys(), "isolation": self.isolation}
+            self.recorder.record(process, "invoke", "assign", value)
+            consumer.assign([TopicPartition(s.topic, p, OFFSET_BEGINNING) for p in range(s.partitions)])
+            self.recorder.record(process, "ok", "assign", value)
+            while not self.stop_event.is_set():
+                poll_once(consumer, process, self.recorder, s)
+                self.polls += 1
+        finally:
+            consumer.close()
+
+
+def txn_final_drain(settings: ConsumerSettings, recorder: Recorder, timeout_s: float) -> bool:
+    """The final drain at read_committed: like consumers.final_drain, but progress is the consumer's position,
+    not the last record read + 1: a transactional partition ends with a commit or abort marker (a control
+    record no consumer returns) and may end with aborted records a read_committed reader skips."""
+    deadline = time.monotonic() + timeout_s
+    consumer = Consumer({**settings.client_config(), "isolation.level": "read_committed",
+                         "client.id": "kafka-chaos-drain"})
+    process = recorder.new_process()
+    try:
+        ends = end_offsets(consumer, settings, deadline)
+        if ends is None:
+            return False
+        start_reading(consumer, process, recorder, settings)
+        parts = [TopicPartition(settings.topic, p) for p in range(settings.partitions)]
+        position = {p: 0 for p in range(settings.partitions)}
+        while any(position[p] < ends[p] for p in position) and time.monotonic() < deadline:
+            poll_once(consumer, process, recorder, settings, timeout_s=1.0)
+            with contextlib.suppress(KafkaException):
+                for tp in consumer.position(parts):
+                    if tp.offset >= 0:
+                        position[tp.partition] = max(position[tp.partition], tp.offset)
+        return all(position[p] >= ends[p] for p in position)
+    except KafkaException as err:
+        recorder.record(process, "info", "poll", [["poll"]], error=_error(err))
+        return False
+    finally:
+        consumer.close()
+
+
+class TxnWorkload:
+    """`[workload] kind = "txn"`: `producers` transactional producer threads, a consumer per isolation level
+    (when `consumers` > 0), the final drain at read_committed."""
+
+    def __init__(self, config: WorkloadConfig) -> None:
+        self.config = config
+        self.producers: list[TxnProducerThread] = []
+        self.consumers: list[IsolatedConsumer] = []
+        self._drain: ConsumerSettings | None = None
+
+    def start(self, ctx: RunContext) -> None:
+        w, partitions = self.config, ctx.scenario.topic.partitions
+        bootstrap = ctx.cluster.bootstrap_servers()
+        self._drain = ConsumerSettings(bootstrap, ctx.topic, partitions, max_records=w.poll_max_records)
+        values = itertools.count()  # run-wide unique values
+        self.producers = [TxnProducerThread(bootstrap, ctx.topic, partitions, w, ctx.history, values, i,
+                                            seed=ctx.scenario.seed * 1000 + i) for i in range(w.producers)]
+        if w.consumers > 0:
+            self.consumers = [IsolatedConsumer(bootstrap, ctx.topic, partitions, iso, ctx.history,
+                                               w.poll_max_records) for iso in w.txn_isolation]
+        for consumer in self.consumers:
+            consumer.start()
+        for producer in self.producers:
+            producer.start()
+
+    def progress(self) -> str:
+        counts = {t: sum(p.counts[t] for p in self.producers) for t in ("ok", "fail", "info")}
+        polls = sum(c.polls for c in self.consumers)
+        return f"txns ok {counts['ok']} fail {counts['fail']} info {counts['info']} · polls {polls}"
+
+    def stop(self, ctx: RunContext, *, interrupted: bool) -> None:
+        for producer in self.producers:
+            producer.stop()
+        for consumer in self.consumers:
+            consumer.stop()
+
+    def final_read(self, ctx: RunContext) -> dict[str, Any] | None:
+        assert self._drain is not None, "final_read before start"
+        return {"complete": txn_final_drain(self._drain, ctx.history, timeout_s=self.config.drain_timeout_s)}
