@@ -95,6 +95,11 @@ class ExternalNode:
     def running(self) -> bool:
         return self.state == "running"
 
+    disk_mode = None  # no volatile disk: the scenario refuses power-loss on an external cluster
+
+    def lose_unsynced_writes(self) -> list[dict[str, Any]]:
+        raise ClusterError("power-loss needs a cluster kafka-chaos starts (its disks are kafka-chaos's own)")
+
     def status(self) -> str:
         return self.state
 

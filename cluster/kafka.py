@@ -24,7 +24,7 @@ import docker
 import docker.errors
 from testcontainers.core.network import Network
 
-from kafka_chaos.cluster.engine import docker_client
+from kafka_chaos.cluster.engine import docker_client, engine_url
 from kafka_chaos.cluster.images import BASE_IMAGE, TOXIPROXY_IMAGE, require_image
 from kafka_chaos.cluster.labels import ROLE_LABEL, RUN_LABEL, new_run_id, remove_labelled
 from kafka_chaos.cluster.logs import client_logger
@@ -32,6 +32,7 @@ from kafka_chaos.cluster.node import KafkaNode
 from kafka_chaos.cluster.spec import ClusterSpec
 from kafka_chaos.cluster.state import PartitionState, describe_partitions, forget, quorum_leader
 from kafka_chaos.cluster.toxiproxy import Toxiproxy
+from kafka_chaos.cluster.volatile_disk import missing_requirements, remove_disks
 from kafka_chaos.cluster.waits import Wait
 from kafka_chaos.errors import ClusterError
 
@@ -86,6 +87,10 @@ class KafkaCluster:
         require_image(self.client, BASE_IMAGE)
         if self.spec.toxiproxy:
             require_image(self.client, TOXIPROXY_IMAGE)
+        if self.spec.volatile_disks:
+            problems = missing_requirements(engine_url())
+            if problems:
+                raise ClusterError("power-loss cannot run here: " + "; ".join(problems) + ". Nothing was started.")
         try:
             self._network = Network(docker_network_kw={"labels": self.labels(role="network")})
             self._network.name = self.network_name
@@ -111,6 +116,7 @@ class KafkaCluster:
         if self.toxiproxy is not None:
             self.toxiproxy.remove()
         remove_labelled(self.client, self.run_id)
+        remove_disks(self.run_id)
 
     def wait_ready(self, timeout_s: float | None = None) -> None:
         """Every node logged `Kafka Server started` and the metadata shows every broker."""

@@ -7,7 +7,7 @@ import contextlib
 import socket
 import uuid
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import docker
 import docker.errors
@@ -18,6 +18,7 @@ from testcontainers.core.network import Network
 from kafka_chaos.cluster import settings
 from kafka_chaos.cluster.images import BASE_IMAGE
 from kafka_chaos.cluster.labels import NODE_LABEL, PORT_LABEL
+from kafka_chaos.cluster.volatile_disk import DISKS_ROOT, VolatileDisk
 from kafka_chaos.cluster.waits import Wait
 from kafka_chaos.errors import ClusterError
 
@@ -59,6 +60,9 @@ class KafkaNode:
         self.image = cluster.spec.image  # a rolling upgrade moves a node to another image
         self._container: DockerContainer | None = None
         self._sidecar: Container | None = None
+        # power loss (issue 12): the data directory on a FUSE disk on the host instead of a named volume
+        self.disk = (VolatileDisk(DISKS_ROOT / cluster.run_id / self.alias, cluster.spec.disk_writeback_s)
+                     if cluster.spec.volatile_disks else None)
 
     def __repr__(self) -> str:
         return f"KafkaNode({self.node_id}, {self.role})"
@@ -153,17 +157,23 @@ class KafkaNode:
                 hostname=self.alias,
                 entrypoint=[],
             )
-            .with_volume_mapping(self.volume, DATA_DIR, "rw")  # a named volume: kill + start keeps the log
         )
+        if self.disk is not None:
+            if not self.disk.mounted:
+                self.disk.mount()
+            c.with_volume_mapping(str(self.disk.mountpoint), DATA_DIR, "rw")
+        else:
+            c.with_volume_mapping(self.volume, DATA_DIR, "rw")  # a named volume: kill + start keeps the log
         if self.is_broker and not self.cluster.spec.toxiproxy:
             bind_loopback(c, settings.CLIENT_PORT, self.client_port)
         if self.direct_port:
             bind_loopback(c, settings.DIRECT_PORT, self.direct_port)
         self._container = c
-        try:
-            self.cluster.client.volumes.get(self.volume)  # a node re-created on a new image keeps its data
-        except docker.errors.NotFound:
-            self.cluster.client.volumes.create(self.volume, labels=self.cluster.labels(role="data"))
+        if self.disk is None:
+            try:
+                self.cluster.client.volumes.get(self.volume)  # a node re-created on a new image keeps its data
+            except docker.errors.NotFound:
+                self.cluster.client.volumes.create(self.volume, labels=self.cluster.labels(role="data"))
         c.start()
 
     def replace_image(self, image: str, network: Network, timeout_s: float = 90) -> None:
@@ -195,13 +205,32 @@ class KafkaNode:
         self.container.kill(signal="SIGKILL")
         self._wait_status({"exited", "stopped"})
 
+    def power_loss(self) -> list[dict[str, Any]]:
+        """The node loses power: its processes die (SIGKILL), then its disk loses every write that was not
+        fsynced (docs/architecture.md §6). Returns the files the loss changed (sizes, segment end offsets)."""
+        self.kill()
+        return self.lose_unsynced_writes()
+
+    def lose_unsynced_writes(self) -> list[dict[str, Any]]:
+        """The disk's half of a power loss, for a node whose processes are already dead."""
+        if self.disk is None:
+            raise ClusterError(f"{self.name} has no volatile disk: power-loss needs cluster.volatile_disks")
+        return self.disk.power_off()
+
+    @property
+    def disk_mode(self) -> str | None:
+        """What a power loss takes from this node: cluster.volatile_disks ('unsynced', 'last:N s') or None."""
+        return self.cluster.spec.volatile_disks
+
     def stop(self, timeout_s: int = 30) -> None:
         """Clean shutdown (SIGTERM, controlled shutdown), then the container stops."""
         self._drop_sidecar()
         self.container.stop(timeout=timeout_s)
 
     def start(self) -> None:
-        """Start a killed or stopped node with its data."""
+        """Start a killed or stopped node with its data (after a power loss: with what its disk kept)."""
+        if self.disk is not None and not self.disk.mounted:
+            self.disk.power_on()
         self.container.start()
         self._wait_status({"running"})
 
@@ -284,3 +313,5 @@ class KafkaNode:
         if self._container is not None and self._container._container is not None:
             with contextlib.suppress(docker.errors.APIError, docker.errors.NotFound):
                 self.container.remove(force=True, v=True)
+        if self.disk is not None:
+            self.disk.close()

@@ -24,6 +24,11 @@ class ClusterSpec(BaseModel):
     kafka_version: str = DEFAULT_KAFKA_VERSION
     official_image: bool = False
     toxiproxy: bool = False
+    volatile_disks: str | None = Field(
+        None, pattern=r"^(unsynced|last:\d+(\.\d+)?\s*s)$",
+        description="each node's data on a disk that a power-loss fault can take unsynced writes from: "
+                    "'unsynced' (everything not fsynced) or 'last:N s' (files dirty for less than N s, "
+                    "as Linux writes dirty pages back after ~30 s)")
     elr: bool | None = Field(None, description="None: the version's default; else eligible.leader.replicas.version")
     broker_overrides: dict[str, str] = Field(default_factory=dict)
     bootstrap_servers: str | None = Field(None, description="an external cluster: run against it, start nothing")
@@ -40,6 +45,13 @@ class ClusterSpec(BaseModel):
         if isinstance(v, dict):
             return {str(k): str(val).lower() if isinstance(val, bool) else str(val) for k, val in v.items()}
         return v
+
+    @property
+    def disk_writeback_s(self) -> float | None:
+        """The volatile disks' write-back age: None when only fsync makes data durable."""
+        if not self.volatile_disks or self.volatile_disks == "unsynced":
+            return None
+        return float(self.volatile_disks.removeprefix("last:").removesuffix("s").strip())
 
     @property
     def image(self) -> str:

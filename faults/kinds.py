@@ -50,6 +50,48 @@ class NodeFault:
 
 
 @dataclass
+class PowerLoss:
+    """power-loss/power-on: every target node's processes die first (all at once, as when a rack loses power),
+    then each disk loses its unsynced writes; power-on starts the nodes on what is left. The history value
+    says what each node lost: per log segment, the offset after its last whole batch before and after."""
+
+    cluster: Cluster
+    name: str = "power-loss"
+
+    def start(self, nodes: list[int]) -> dict[str, Any]:
+        for n in nodes:
+            self.cluster.nodes[n].kill()
+        lost: dict[str, Any] = {}
+        for n in nodes:
+            node = self.cluster.nodes[n]
+            lost[str(n)] = crash_summary(node.lose_unsynced_writes())
+        modes = {self.cluster.nodes[n].disk_mode for n in nodes}
+        return {"nodes": nodes, "lose": modes.pop() if len(modes) == 1 else sorted(map(str, modes)), "lost": lost}
+
+    def heal(self, nodes: list[int]) -> dict[str, Any]:
+        for n in nodes:
+            self.cluster.nodes[n].start()
+        return {"nodes": nodes}
+
+
+def crash_summary(files: list[dict[str, Any]]) -> dict[str, Any]:
+    """What one node's power loss took: bytes, files, and per partition directory the log end before/after."""
+    segments: dict[str, list[int | None]] = {}
+    for f in files:
+        if "end_offset_before" in f or "end_offset_after" in f:
+            partition = f["path"].rsplit("/", 1)[0]
+            before, after = f.get("end_offset_before"), f.get("end_offset_after")
+            seen = segments.setdefault(partition, [before, after])
+            seen[0] = max((x for x in (seen[0], before) if x is not None), default=None)
+            seen[1] = max((x for x in (seen[1], after) if x is not None), default=None)
+    return {
+        "files": len(files),
+        "bytes": sum(max(0, f["size_before"] - f["size_after"]) for f in files),
+        "partitions": {p: {"end_offset_before": b, "end_offset_after": a} for p, (b, a) in sorted(segments.items())},
+    }
+
+
+@dataclass
 class PartitionFault:
     """iptables DROP between nodes per a grudge (see faults.partitions); heal flushes the rules."""
 

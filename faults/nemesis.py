@@ -18,7 +18,16 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kafka_chaos.cluster.links import LinkFaults
-from kafka_chaos.faults.kinds import HEAL_NAMES, LINK_FAULTS, NODE_FAULTS, Fault, LinkFault, NodeFault, PartitionFault
+from kafka_chaos.faults.kinds import (
+    HEAL_NAMES,
+    LINK_FAULTS,
+    NODE_FAULTS,
+    Fault,
+    LinkFault,
+    NodeFault,
+    PartitionFault,
+    PowerLoss,
+)
 from kafka_chaos.faults.schedule import PlannedFault
 from kafka_chaos.faults.targets import Cluster, TargetError, resolve
 
@@ -57,6 +66,8 @@ class Nemesis:
         return [replace(p, nodes=tuple(self.fired[i])) if i in self.fired else p for i, p in enumerate(self.plan)]
 
     def _fault(self, p: PlannedFault) -> Fault:
+        if p.kind == "power-loss":
+            return PowerLoss(self.cluster)
         if p.kind in NODE_FAULTS:
             return NodeFault(p.kind, self.cluster)
         if p.kind == "partition":

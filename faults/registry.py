@@ -11,9 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-FaultKind = Literal["kill", "stop", "pause", "partition", "latency", "bandwidth", "timeout", "reset_peer", "link-down"]
+FaultKind = Literal["kill", "power-loss", "stop", "pause", "partition", "latency", "bandwidth", "timeout",
+                    "reset_peer", "link-down"]
 Family = Literal["process", "network", "client-link", "operation"]
-Need = Literal["toxiproxy"]
+Need = Literal["toxiproxy", "volatile-disks"]
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,9 @@ KINDS: dict[str, FaultKindInfo] = {
     info.name: info
     for info in (
         FaultKindInfo("kill", "restart", "process", "SIGKILL; restarted later on the data it had", "#d62728"),
+        FaultKindInfo("power-loss", "power-on", "process",
+                      "SIGKILL, then every write not fsynced is lost (volatile disk); started later on what is left",
+                      "#4a0d0d", frozenset({"volatile-disks"})),
         FaultKindInfo("stop", "start", "process", "clean shutdown (SIGTERM); started later", "#ff7f0e"),
         FaultKindInfo("pause", "resume", "process", "every process frozen (cgroup freezer); resumed later", "#9467bd"),
         FaultKindInfo("partition", "heal", "network", "iptables DROP between nodes by a shape; rules flushed later",

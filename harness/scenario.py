@@ -101,6 +101,11 @@ class Scenario(Strict):
         kinds = self.faults.kinds()
         if kinds & link and not self.cluster.toxiproxy:
             raise ValueError(f"client-link faults {sorted(kinds & link)} need cluster.toxiproxy = true")
+        disk = {k for k in kinds if "volatile-disks" in KINDS[k].needs}
+        if disk and not self.cluster.volatile_disks:
+            raise ValueError(f"{', '.join(sorted(disk))} needs the nodes' data on volatile disks: set "
+                             'cluster.volatile_disks = "unsynced" (lose every write not fsynced) or "last:30s" '
+                             "(lose what Linux had not yet written back)")
         return self
 
     def _fits_external_cluster(self) -> None:

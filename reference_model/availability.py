@@ -71,8 +71,8 @@ CLIENT_DEFAULTS_MS = {
 }
 
 ExpectedReason = Literal["no-controller-quorum", "below-min-insync", "no-live-isr-member", "client-link-fault"]
-PROCESS_DOWN = frozenset({"kill", "stop", "pause"})
-RESTARTS = frozenset({"kill", "stop"})
+PROCESS_DOWN = frozenset({"kill", "power-loss", "stop", "pause"})
+RESTARTS = frozenset({"kill", "power-loss", "stop"})
 LINK_BLOCKING = frozenset({"timeout", "link-down", "reset_peer", "bandwidth"})
 
 

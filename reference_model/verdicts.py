@@ -114,6 +114,8 @@ class RunConfig:
     kafka_version: str | None = None
     request_timeout_ms: int = 30000
     """The producer's request.timeout.ms (librdkafka's default 30 s)."""
+    flush_every_message: bool = False
+    """flush.messages=1 (topic) or log.flush.interval.messages=1 (broker): every append fsynced."""
 
     @classmethod
     def from_scenario(cls, d: Mapping[str, Any]) -> RunConfig:
@@ -167,6 +169,9 @@ class RunConfig:
             elr=elr,
             kafka_version=str(kafka_version) if kafka_version is not None else None,
             request_timeout_ms=_as_int(_first(workload.get("request_timeout_ms"), d.get("request_timeout_ms")), 30000),
+            flush_every_message=_as_int(_first(topic_configs.get("flush.messages"),
+                                               _section(cluster, "broker_overrides").get("log.flush.interval.messages"),
+                                               settings.get("log.flush.interval.messages")), 0) == 1,
         )
 
     @classmethod
@@ -206,6 +211,8 @@ class FaultSummary:
     unclean_election: bool | None = None
     """Whether an unclean election was observed (state samples): True, False, or None for unknown."""
     nodes: frozenset[int] = field(default_factory=frozenset)
+    max_power_lost: int = 0
+    """Most nodes without power at once (power-loss: their unsynced writes gone)."""
 
     @property
     def crashed(self) -> bool:
@@ -335,7 +342,7 @@ class _Tracker:
         self.cut: set[int] = set()
         self.windows: dict[int, tuple[str, tuple[int, ...]]] = {}
         self.ever: set[int] = set()
-        self.max_down = self.max_affected = 0
+        self.max_down = self.max_affected = self.max_power_lost = 0
         self.leader: bool | None = False
         self.unknown_extent = False  # a fault whose nodes were not recorded
 
@@ -378,6 +385,7 @@ class _Tracker:
         down = set().union(*self.down.values())
         self.max_down = max(self.max_down, len(down))
         self.max_affected = max(self.max_affected, len(down | self.cut))
+        self.max_power_lost = max(self.max_power_lost, len(self.down.get("power-loss", ())))
 
     def summary(self) -> FaultSummary:
         big = 10**6 if self.unknown_extent else 0  # unknown extent: assume it could reach every node
@@ -388,6 +396,7 @@ class _Tracker:
             distinct_down=max(len(self.ever), big),
             leader_affected=None if self.unknown_extent and self.leader is False else self.leader,
             nodes=frozenset(self.ever),
+            max_power_lost=max(self.max_power_lost, big if "power-loss" in self.kinds else 0),
         )
 
 
@@ -504,6 +513,13 @@ def _loss_verdict(what: str, cfg: RunConfig, known: bool, faults: FaultSummary) 
         return _violation(
             "an unclean leader election was observed although unclean.leader.election.enable=false, and the "
             f"{what} followed from it{note}"
+        )
+    if faults.max_power_lost >= cfg.rf and not cfg.flush_every_message:
+        return _permitted(
+            f"every replica (RF={cfg.rf}) lost power at once: Kafka acknowledges a write once the in-sync "
+            "replicas have it in memory, not on disk (log.flush.interval.messages is Long.MAX_VALUE by default: "
+            "durability comes from replication, and the OS writes pages back on its own), so records no replica "
+            f"had fsynced are gone after a correlated power loss{note}"
         )
     loss = _loss(cfg, faults)
     if loss.possible and loss.clean and cfg.acks == "1":

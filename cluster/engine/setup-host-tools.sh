@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Host tools kafka-chaos needs beside the engine, installed from Debian only when missing (idempotent):
-# debootstrap + maven (offline Kafka image), a JRE 17 (Spark), chromium (report browser test), go (Toxiproxy).
+# debootstrap + maven (offline Kafka image), a JRE 17 (Spark), chromium (report browser test), go (Toxiproxy),
+# fuse3 (power-loss disks).
 set -euo pipefail
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
@@ -11,6 +12,7 @@ command -v java >/dev/null 2>&1 || need+=(openjdk-17-jre-headless)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v go >/dev/null 2>&1 || [ -x /usr/local/go/bin/go ] || need+=(golang)
 command -v curl >/dev/null 2>&1 || need+=(curl)
+command -v fusermount3 >/dev/null 2>&1 || need+=(fuse3)  # libfuse3 + fusermount3: power-loss disks
 if [ "${#need[@]}" -gt 0 ]; then
   echo "setup-host-tools: installing ${need[*]}" >&2
   $sudo apt-get update -qq >&2

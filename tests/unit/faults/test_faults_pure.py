@@ -129,3 +129,21 @@ def test_scenario_errors_name_field_value_and_allowed_values() -> None:
     with pytest.raises(ScenarioError) as err:
         parse_scenario({"name": "x", "workload": {"acks": "1", "idempotence": True}}, "s.toml")
     assert "idempotence = true needs acks" in str(err.value)
+
+
+def test_power_loss_needs_volatile_disks_and_a_cluster_kafka_chaos_starts() -> None:
+    power = {"faults": {"schedule": [{"kind": "power-loss", "target": "all"}]}}
+    with pytest.raises(ScenarioError) as err:
+        parse_scenario({"name": "x", **power}, "s.toml")
+    assert 'cluster.volatile_disks = "unsynced"' in str(err.value)
+    with pytest.raises(ScenarioError) as err:
+        parse_scenario({"name": "x", "cluster": {"volatile_disks": "sometimes"}, **power}, "s.toml")
+    assert "volatile_disks" in str(err.value)
+    ok = parse_scenario({"name": "x", "cluster": {"volatile_disks": "last:30s"}, **power}, "s.toml")
+    assert ok.cluster.disk_writeback_s == 30.0
+    assert parse_scenario({"name": "x", "cluster": {"volatile_disks": "unsynced"}, **power},
+                          "s.toml").cluster.disk_writeback_s is None
+    with pytest.raises(ScenarioError) as err:
+        parse_scenario({"name": "x", "cluster": {"bootstrap_servers": "b:9092", "volatile_disks": "unsynced"},
+                        **power}, "s.toml")
+    assert "power-loss (not possible on an external cluster)" in str(err.value)

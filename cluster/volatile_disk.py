@@ -1,0 +1,507 @@
+"""A node's data directory on a disk that can lose power (issue 12; docs/architecture.md §6, "Power loss").
+
+SIGKILL keeps the page cache: a killed broker comes back with every byte it wrote. A power cut does not: what was
+not fsynced is gone. `VolatileDisk` puts a pass-through FUSE file system between the node and its data (the
+semantics of lazyfs, the tool Jepsen uses for this), runs it on the host (the node's container gets the mount
+as a plain bind volume and needs no privilege), and records what each file would lose:
+
+- file *data and size* are volatile until the file is fsynced (`fsync`/`fdatasync`, `msync` of a mapped index,
+  `FileChannel.force`); writes go through to the backing file at once, and the first change to a block since the
+  last sync saves the block's synced bytes (`UnsyncedWrites`), so reads stay plain pass-through;
+- with a write-back age (`lose = "last:N s"`), a file dirty for longer than N seconds counts as written back, as
+  Linux's flusher does per inode (`dirty_expire_centisecs`, 30 s by default);
+- *names* are durable at once (create, rename, unlink, mkdir), as in lazyfs: a file created and never synced
+  survives a power loss empty. A real file system may also lose the name or keep partial data; this one does not.
+
+`power_off` (after the node's processes are SIGKILLed) puts every file back to what was synced, refuses any late
+write (the kernel's write-back of a dead process's mapped pages) and unmounts; `power_on` mounts the backing
+directory again for the node's restart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import errno
+import json
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kafka_chaos.errors import ClusterError
+
+# Where nodes' volatile disks live on the host: <root>/<run id>/<node>/{backing,mnt}
+DISKS_ROOT = Path(os.environ.get("KAFKA_CHAOS_DISKS", "/var/tmp/kafka-chaos/disks"))
+BLOCK = 4096
+ZERO_BLOCK = bytes(BLOCK)
+
+
+@dataclass
+class _FileState:
+    synced_size: int
+    dirty_since: float
+    blocks: dict[int, bytes | None] = field(default_factory=dict)  # synced bytes of changed blocks; None: zeros
+
+
+@dataclass(frozen=True)
+class FileLoss:
+    """One file after a power loss: its size before and after, the blocks put back, and for a Kafka log segment
+    (`<partition>/<base offset>.log`) the offset after its last whole record batch, before and after."""
+
+    path: str
+    size_before: int
+    size_after: int
+    blocks_restored: int
+    end_offset_before: int | None = None
+    end_offset_after: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if v is not None}
+
+
+def segment_end_offset(path: Path) -> int | None:
+    """The offset after the last whole record batch of a Kafka log segment (None: no whole batch). A batch is
+    baseOffset int64, batchLength int32, …, lastOffsetDelta int32 at byte 23 (Kafka's DefaultRecordBatch)."""
+    end = None
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        pos = 0
+        while pos + 27 <= size:
+            head = os.pread(f.fileno(), 27, pos)
+            base, length = struct.unpack_from(">qi", head)
+            if length <= 0 or pos + 12 + length > size:
+                break  # a torn or zero-filled tail: what Kafka's recovery truncates
+            end = base + struct.unpack_from(">i", head, 23)[0] + 1
+            pos += 12 + length
+    return end
+
+
+class UnsyncedWrites:
+    """What a power loss would take from the files under `root`: the bookkeeping of the volatile disk, without FUSE.
+
+    Callers hold one lock around each `before_*` call and the change it precedes (the file system does)."""
+
+    def __init__(self, root: Path, writeback_after_s: float | None = None) -> None:
+        self.root = root
+        self.writeback_after_s = writeback_after_s
+        self.files: dict[str, _FileState] = {}
+
+    def _state(self, rel: str, now: float) -> _FileState:
+        state = self.files.get(rel)
+        if state is None:
+            try:
+                size = os.stat(self.root / rel).st_size
+            except FileNotFoundError:
+                size = 0
+            state = self.files[rel] = _FileState(synced_size=size, dirty_since=now)
+        return state
+
+    def _save(self, rel: str, state: _FileState, first_block: int, last_block: int) -> None:
+        last_block = min(last_block, (state.synced_size - 1) // BLOCK)
+        todo = [b for b in range(first_block, last_block + 1) if b not in state.blocks]
+        if not todo:
+            return
+        with open(self.root / rel, "rb") as f:
+            for b in todo:
+                data = os.pread(f.fileno(), BLOCK, b * BLOCK)
+                state.blocks[b] = None if data == ZERO_BLOCK[: len(data)] else data
+
+    def created(self, rel: str, now: float) -> None:
+        self.files[rel] = _FileState(synced_size=0, dirty_since=now)
+
+    def before_write(self, rel: str, offset: int, length: int, now: float) -> None:
+        state = self._state(rel, now)
+        if length > 0 and offset < state.synced_size:
+            self._save(rel, state, offset // BLOCK, (offset + length - 1) // BLOCK)
+
+    def before_truncate(self, rel: str, length: int, now: float) -> None:
+        state = self._state(rel, now)
+        if length < state.synced_size:
+            self._save(rel, state, length // BLOCK, (state.synced_size - 1) // BLOCK)
+
+    def synced(self, rel: str) -> None:
+        self.files.pop(rel, None)
+
+    def renamed(self, old: str, new: str) -> None:
+        self.files.pop(new, None)  # the replaced file is gone, durably (names are durable)
+        moved = {k: v for k, v in self.files.items() if k == old or k.startswith(old + "/")}
+        for k, v in moved.items():
+            del self.files[k]
+            self.files[new + k[len(old):]] = v
+
+    def removed(self, rel: str) -> None:
+        self.files.pop(rel, None)
+
+    def write_back(self, now: float) -> None:
+        """The kernel's flusher: files dirty for longer than the write-back age count as on disk."""
+        if self.writeback_after_s is None:
+            return
+        for rel in [r for r, s in self.files.items() if now - s.dirty_since >= self.writeback_after_s]:
+            del self.files[rel]
+
+    def unsynced_bytes(self) -> int:
+        total = 0
+        for rel, state in self.files.items():
+            with contextlib.suppress(FileNotFoundError):
+                total += max(0, os.stat(self.root / rel).st_size - state.synced_size)
+            total += BLOCK * len(state.blocks)
+        return total
+
+    def lose(self) -> list[FileLoss]:
+        """Put every file back to what was synced: its synced size, the synced bytes of every block changed since."""
+        losses = []
+        for rel, state in sorted(self.files.items()):
+            path = self.root / rel
+            try:
+                size_before = os.stat(path).st_size
+            except FileNotFoundError:
+                continue
+            segment = rel.endswith(".log")
+            end_before = segment_end_offset(path) if segment else None
+            with open(path, "r+b") as f:
+                os.ftruncate(f.fileno(), state.synced_size)
+                for b, data in sorted(state.blocks.items()):
+                    end = min(BLOCK, state.synced_size - b * BLOCK)
+                    os.pwrite(f.fileno(), (data if data is not None else ZERO_BLOCK)[:end], b * BLOCK)
+                os.fsync(f.fileno())
+            if size_before != state.synced_size or state.blocks:
+                end_after = segment_end_offset(path) if segment else None
+                losses.append(FileLoss(rel, size_before, state.synced_size, len(state.blocks), end_before, end_after))
+        self.files.clear()
+        return losses
+
+
+def _fuse_operations(backing: Path, writes: UnsyncedWrites) -> Any:
+    """The pass-through file system over `backing` (mfusepy on libfuse 3), recording into `writes`."""
+    import mfusepy
+    from mfusepy import FuseOSError
+
+    class VolatileFs(mfusepy.Operations):  # type: ignore[misc]
+        use_ns = True
+
+        def __init__(self) -> None:
+            self.lock = threading.RLock()
+            self.powered = True
+
+        def _path(self, path: str) -> str:
+            return str(backing) + path
+
+        def _rel(self, path: str) -> str:
+            return path.lstrip("/")
+
+        def _check_power(self) -> None:
+            if not self.powered:
+                raise FuseOSError(errno.EIO)
+
+        def power_off(self) -> list[FileLoss]:
+            with self.lock:
+                self.powered = False
+                return writes.lose()
+
+        # -- names: durable at once --
+        def getattr(self, path: str, fh: int | None = None) -> dict[str, Any]:
+            self._check_power()
+            st = os.fstat(fh) if fh is not None else os.lstat(self._path(path))
+            keys = ("st_mode", "st_nlink", "st_uid", "st_gid", "st_size", "st_atime", "st_mtime", "st_ctime",
+                    "st_blocks", "st_blksize")
+            attrs = {k: getattr(st, k) for k in keys}
+            for k in ("st_atime", "st_mtime", "st_ctime"):
+                attrs[k] = getattr(st, k + "_ns")
+            return attrs
+
+        def readdir(self, path: str, fh: int) -> list[str]:
+            self._check_power()
+            return [".", "..", *os.listdir(self._path(path))]
+
+        def access(self, path: str, amode: int) -> int:
+            self._check_power()
+            if not os.access(self._path(path), amode):
+                raise FuseOSError(errno.EACCES)
+            return 0
+
+        def mkdir(self, path: str, mode: int) -> int:
+            self._check_power()
+            os.mkdir(self._path(path), mode)
+            return 0
+
+        def rmdir(self, path: str) -> int:
+            self._check_power()
+            os.rmdir(self._path(path))
+            return 0
+
+        def unlink(self, path: str) -> int:
+            with self.lock:
+                self._check_power()
+                os.unlink(self._path(path))
+                writes.removed(self._rel(path))
+            return 0
+
+        def rename(self, old: str, new: str) -> int:
+            with self.lock:
+                self._check_power()
+                os.rename(self._path(old), self._path(new))
+                writes.renamed(self._rel(old), self._rel(new))
+            return 0
+
+        def chmod(self, path: str, mode: int) -> int:
+            self._check_power()
+            os.chmod(self._path(path), mode)
+            return 0
+
+        def chown(self, path: str, uid: int, gid: int) -> int:
+            self._check_power()
+            os.chown(self._path(path), uid, gid)
+            return 0
+
+        def utimens(self, path: str, times: tuple[int, int] | None = None) -> int:
+            self._check_power()
+            os.utime(self._path(path), ns=times) if times else os.utime(self._path(path))
+            return 0
+
+        def symlink(self, target: str, source: str) -> int:
+            self._check_power()
+            os.symlink(source, self._path(target))
+            return 0
+
+        def readlink(self, path: str) -> str:
+            self._check_power()
+            return os.readlink(self._path(path))
+
+        def statfs(self, path: str) -> dict[str, int]:
+            sv = os.statvfs(self._path(path))
+            keys = ("f_bavail", "f_bfree", "f_blocks", "f_bsize", "f_favail", "f_ffree", "f_files", "f_flag",
+                    "f_frsize", "f_namemax")
+            return {k: getattr(sv, k) for k in keys}
+
+        # -- data: volatile until fsync --
+        def create(self, path: str, mode: int, fi: Any = None) -> int:
+            with self.lock:
+                self._check_power()
+                fh = os.open(self._path(path), os.O_RDWR | os.O_CREAT | os.O_TRUNC, mode)
+                writes.created(self._rel(path), time.monotonic())
+            return fh
+
+        def open(self, path: str, flags: int) -> int:
+            self._check_power()
+            if flags & os.O_TRUNC:
+                with self.lock:
+                    writes.before_truncate(self._rel(path), 0, time.monotonic())
+                    return os.open(self._path(path), flags)
+            return os.open(self._path(path), flags & ~os.O_APPEND)
+
+        def read(self, path: str, size: int, offset: int, fh: int) -> bytes:
+            self._check_power()
+            return os.pread(fh, size, offset)
+
+        def write(self, path: str, data: bytes, offset: int, fh: int) -> int:
+            with self.lock:
+                self._check_power()
+                writes.before_write(self._rel(path), offset, len(data), time.monotonic())
+                return os.pwrite(fh, data, offset)
+
+        def truncate(self, path: str, length: int, fh: int | None = None) -> int:
+            with self.lock:
+                self._check_power()
+                writes.before_truncate(self._rel(path), length, time.monotonic())
+                if fh is not None:
+                    os.ftruncate(fh, length)
+                else:
+                    os.truncate(self._path(path), length)
+            return 0
+
+        def fallocate(self, path: str, mode: int, offset: int, size: int, fh: int) -> int:
+            raise FuseOSError(errno.EOPNOTSUPP)  # callers fall back to writing (Kafka preallocates by setLength)
+
+        def fsync(self, path: str, datasync: int, fh: int) -> int:
+            with self.lock:
+                self._check_power()
+                os.fsync(fh)
+                writes.synced(self._rel(path))
+            return 0
+
+        def flush(self, path: str, fh: int) -> int:
+            return 0  # close(2) is no sync
+
+        def release(self, path: str, fh: int) -> int:
+            os.close(fh)
+            return 0
+
+    return VolatileFs()
+
+
+# -- the daemon: one process per node, on the host ------------------------------------------------------------
+
+
+def _serve_control(sock_path: Path, ops: Any, writes: UnsyncedWrites) -> None:
+    """One JSON command per connection: {"cmd": "status"} or {"cmd": "power-off"}."""
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    with contextlib.suppress(FileNotFoundError):
+        sock_path.unlink()
+    server.bind(str(sock_path))
+    server.listen(4)
+    while True:
+        conn, _ = server.accept()
+        with conn:
+            request = json.loads(conn.makefile().readline() or "{}")
+            if request.get("cmd") == "power-off":
+                answer: dict[str, Any] = {"files": [loss.to_dict() for loss in ops.power_off()]}
+            else:
+                with ops.lock:
+                    answer = {"dirty_files": len(writes.files), "unsynced_bytes": writes.unsynced_bytes()}
+            conn.sendall((json.dumps(answer) + "\n").encode())
+
+
+def _flusher(ops: Any, writes: UnsyncedWrites) -> None:
+    while True:
+        time.sleep(1.0)
+        with ops.lock:
+            writes.write_back(time.monotonic())
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="kafka-chaos volatile disk (FUSE pass-through, lazyfs semantics)")
+    parser.add_argument("backing", type=Path)
+    parser.add_argument("mountpoint", type=Path)
+    parser.add_argument("--control", type=Path, required=True)
+    parser.add_argument("--writeback-after-s", type=float, default=None)
+    args = parser.parse_args(argv)
+    import mfusepy
+
+    writes = UnsyncedWrites(args.backing, args.writeback_after_s)
+    ops = _fuse_operations(args.backing, writes)
+    threading.Thread(target=_serve_control, args=(args.control, ops, writes), daemon=True).start()
+    if args.writeback_after_s is not None:
+        threading.Thread(target=_flusher, args=(ops, writes), daemon=True).start()
+    # allow_other: the node's processes are not the daemon's; default_permissions: the kernel checks modes
+    mfusepy.FUSE(ops, str(args.mountpoint), foreground=True, nothreads=False, allow_other=True,
+                 default_permissions=True, fsname="kafka-chaos-volatile")
+
+
+# -- the host side ----------------------------------------------------------------------------------------------
+
+
+def missing_requirements(engine_url: str | None = None) -> list[str]:
+    """What this machine lacks for a volatile disk, each with its fix (empty: power loss can run here)."""
+    problems = []
+    if engine_url is not None and not engine_url.startswith("unix://"):
+        problems.append(f"the container engine at {engine_url} is not on this machine: the disks are mounted "
+                        "here, so power-loss needs a local engine (unset DOCKER_HOST or point it at a unix socket)")
+    if not os.path.exists("/dev/fuse"):
+        problems.append("/dev/fuse is missing (load the fuse module: `modprobe fuse`)")
+    if shutil.which("fusermount3") is None:
+        problems.append("fusermount3 is missing (install Debian's fuse3: `make setup` does)")
+    try:
+        import mfusepy  # noqa: F401
+    except (ImportError, OSError) as err:
+        problems.append(f"the FUSE binding does not load ({err}; `make setup` installs mfusepy and libfuse3)")
+    return problems
+
+
+def unmount(mountpoint: Path) -> None:
+    """Unmount (lazily when busy); a mount whose daemon died answers "transport endpoint not connected"."""
+    for args in (["fusermount3", "-u", str(mountpoint)], ["fusermount3", "-uz", str(mountpoint)]):
+        if subprocess.run(args, capture_output=True).returncode == 0:
+            return
+
+
+def is_mounted(mountpoint: Path) -> bool:
+    target = os.path.abspath(mountpoint)
+    with open("/proc/self/mounts") as f:
+        return any(len(fields) > 1 and fields[1] == target for fields in (line.split() for line in f))
+
+
+def remove_disks(run_id: str | None = None) -> list[str]:
+    """Unmount and delete the volatile disks of one run (or of every run: leftovers of killed runs)."""
+    runs = [DISKS_ROOT / run_id] if run_id else (sorted(DISKS_ROOT.iterdir()) if DISKS_ROOT.is_dir() else [])
+    removed = []
+    for run in runs:
+        for node in sorted(run.iterdir()) if run.is_dir() else []:
+            if is_mounted(node / "mnt"):
+                unmount(node / "mnt")
+            removed.append(f"{run.name}/{node.name}")
+        shutil.rmtree(run, ignore_errors=True)
+    return removed
+
+
+class VolatileDisk:
+    """A directory whose unsynced writes a power loss takes: `backing` holds the data, `mountpoint` is what the
+    node mounts. A lifecycle object: `mount()` before the node starts, `power_off()` after its processes die,
+    `power_on()` before it starts again, `close()` at the end (unmounts and deletes both)."""
+
+    def __init__(self, root: Path, writeback_after_s: float | None = None) -> None:
+        self.root = root
+        self.backing = root / "backing"
+        self.mountpoint = root / "mnt"
+        self.control = root / "control.sock"
+        self.writeback_after_s = writeback_after_s
+        self._daemon: subprocess.Popen[bytes] | None = None
+
+    def mount(self, timeout_s: float = 10.0) -> None:
+        self.backing.mkdir(parents=True, exist_ok=True)
+        self.mountpoint.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            self.control.unlink()
+        argv = [sys.executable, "-m", "kafka_chaos.cluster.volatile_disk", str(self.backing), str(self.mountpoint),
+                "--control", str(self.control)]
+        if self.writeback_after_s is not None:
+            argv += ["--writeback-after-s", str(self.writeback_after_s)]
+        log = open(self.root / "daemon.log", "ab")  # noqa: SIM115 - the daemon's stderr for as long as it lives
+        self._daemon = subprocess.Popen(argv, stdout=log, stderr=log, start_new_session=True)
+        deadline = time.monotonic() + timeout_s
+        while not (is_mounted(self.mountpoint) and self.control.exists()):
+            if self._daemon.poll() is not None or time.monotonic() > deadline:
+                tail = (self.root / "daemon.log").read_text(errors="replace")[-800:]
+                self.close()
+                raise ClusterError(f"the volatile disk at {self.mountpoint} did not mount: {tail.strip()}")
+            time.sleep(0.05)
+
+    def _ask(self, cmd: str, timeout_s: float = 60.0) -> dict[str, Any]:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(timeout_s)
+            s.connect(str(self.control))
+            s.sendall((json.dumps({"cmd": cmd}) + "\n").encode())
+            answer: dict[str, Any] = json.loads(s.makefile().readline())
+            return answer
+
+    def status(self) -> dict[str, Any]:
+        return self._ask("status")
+
+    def power_off(self) -> list[dict[str, Any]]:
+        """Lose every unsynced write (the node's processes must be dead), then unmount. Returns the files changed."""
+        files: list[dict[str, Any]] = self._ask("power-off")["files"]
+        self._stop_daemon()
+        return files
+
+    def power_on(self) -> None:
+        self.mount()
+
+    @property
+    def mounted(self) -> bool:
+        return self._daemon is not None and self._daemon.poll() is None and is_mounted(self.mountpoint)
+
+    def _stop_daemon(self) -> None:
+        unmount(self.mountpoint)
+        if self._daemon is not None:
+            try:
+                self._daemon.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._daemon.kill()
+                self._daemon.wait()
+            self._daemon = None
+
+    def close(self) -> None:
+        if is_mounted(self.mountpoint) or self._daemon is not None:
+            self._stop_daemon()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

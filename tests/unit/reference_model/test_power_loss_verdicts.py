@@ -1,0 +1,48 @@
+"""The model's power-loss rules: one node that lost its unsynced writes is covered by replication; every replica
+losing power at once is not (Kafka acknowledges from memory, not from disk)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kafka_chaos.reference_model.verdicts import FaultSummary, RunConfig, judge
+
+SAFE = RunConfig(acks="all", idempotence=True, rf=3, min_insync=2)
+
+
+def power_loss(*nodes: int, heal: bool = True) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = [
+        {"process": "nemesis", "type": "invoke", "f": "power-loss", "value": {"target": "all"}},
+        {"process": "nemesis", "type": "info", "f": "power-loss", "value": {"nodes": list(nodes)}},
+    ]
+    if heal:
+        events += [{"process": "nemesis", "type": "info", "f": "power-on", "value": {"nodes": list(nodes)}}]
+    return events
+
+
+def test_the_tracker_counts_nodes_without_power_at_once() -> None:
+    assert FaultSummary.from_events(power_loss(1, 2, 3)).max_power_lost == 3
+    assert FaultSummary.from_events(power_loss(2) + power_loss(3)).max_power_lost == 1
+    assert FaultSummary.from_events(power_loss(2)).max_down == 1
+
+
+@pytest.mark.parametrize("anomaly", ["lost-write", "unseen"])
+def test_one_node_losing_power_loses_nothing_acknowledged(anomaly: str) -> None:
+    verdict = judge(anomaly, {"key": "0"}, SAFE, FaultSummary.from_events(power_loss(2)))
+    assert verdict.verdict == "violation", verdict.reason
+
+
+@pytest.mark.parametrize("anomaly", ["lost-write", "unseen"])
+def test_every_replica_losing_power_at_once_may_lose_what_no_one_fsynced(anomaly: str) -> None:
+    verdict = judge(anomaly, {"key": "0"}, SAFE, FaultSummary.from_events(power_loss(1, 2, 3)))
+    assert verdict.verdict == "permitted" and "fsynced" in verdict.reason
+
+
+def test_fsync_on_every_message_keeps_acknowledged_writes_through_a_correlated_power_loss() -> None:
+    config = RunConfig.from_scenario({"topic": {"replication_factor": 3, "min_insync_replicas": 2,
+                                                "configs": {"flush.messages": 1}}})
+    assert config.flush_every_message
+    verdict = judge("lost-write", {"key": "0"}, config, FaultSummary.from_events(power_loss(1, 2, 3)))
+    assert verdict.verdict == "violation", verdict.reason
