@@ -328,6 +328,30 @@ def availability(data: RunData) -> dict[str, Any] | None:
     return {"share": a.get("share"), "windows": windows}
 
 
+def crash(data: RunData) -> list[dict[str, Any]]:
+    """"What the crash took": for each power loss, per node and partition, the log end (the offset after the
+    last whole batch of its newest segment with data) before and after the disk lost its unsynced writes."""
+    rows: list[dict[str, Any]] = []
+    for band in data.faults:
+        value = as_dict(band.value)
+        if band.f != "power-loss" or not value.get("lost"):
+            continue
+        for node, lost in sorted(as_dict(value["lost"]).items()):
+            lost = as_dict(lost)
+            partitions = as_dict(lost.get("partitions"))
+            base = {"time": f"{band.start / 1e9:.3f}", "node": node, "lose": value.get("lose", "—"),
+                    "files": lost.get("files", 0), "bytes": lost.get("bytes", 0)}
+            if not partitions:
+                rows.append({**base, "partition": "—", "before": "—", "after": "—", "records": 0})
+            for partition, ends in sorted(partitions.items()):
+                ends = as_dict(ends)
+                before, after = ends.get("end_offset_before"), ends.get("end_offset_after")
+                records = (before or 0) - (after or 0) if isinstance(before, int) else 0
+                rows.append({**base, "partition": partition, "before": "—" if before is None else before,
+                             "after": "—" if after is None else after, "records": records})
+    return rows
+
+
 def page(data: RunData) -> dict[str, Any]:
     """Everything the templates need, by section."""
     v = verdict(data)
@@ -337,6 +361,7 @@ def page(data: RunData) -> dict[str, Any]:
     return {"title": title, "data": data, "name": get_path(data.config, "name") or data.run_dir.name,
             "verdict": v, "config_line": config_line(data), "completeness": completeness(data),
             "summary": summary(data), "anomalies": anomalies(data), "model": model(data),
-            "faults": fault_rows(data), "health": health(data), "availability": availability(data),
+            "faults": fault_rows(data), "crash": crash(data), "health": health(data),
+            "availability": availability(data),
             "state_changes": data.state.changes[:200], "state_changes_total": len(data.state.changes),
             "history_lines": sorted(data.history.lines.values(), key=lambda ln: ln.line)}

@@ -155,3 +155,22 @@ def test_cluster_events_and_availability_windows_on_the_timeline(tmp_path: Path)
     page = render_report(run.run_dir)
     assert page.count('class="cluster-event"') == 1 and "node 1 raft-state: node 1 became leader in epoch 4" in page
     assert page.count('class="availability-window"') == 1 and "no successful send on chaos/0 for 4.0 s" in page
+
+
+def test_what_the_crash_took_per_node_and_partition(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "run")
+    assert 'id="crash"' not in render_report(run.run_dir)
+    results = _results(run.run_dir)
+    lost = {"2": {"files": 7, "bytes": 81920, "partitions": {
+        "chaos-0": {"end_offset_before": 1200, "end_offset_after": 950},
+        "chaos-1": {"end_offset_before": 800, "end_offset_after": None}}}}
+    results.setdefault("faults", {}).setdefault("windows", []).append(
+        {"f": "power-loss", "value": {"nodes": [2], "lose": "unsynced", "lost": lost}, "nodes": [2],
+         "start": 5 * 10**9, "end": 9 * 10**9, "heal": "power-on", "index": 3})
+    (run.run_dir / "results.json").write_text(json.dumps(results))
+    page = render_report(run.run_dir)
+    table = page[page.index('id="crash-table"'):]
+    table = table[: table.index("</table>")]
+    assert "<td>chaos-0</td><td>1200</td><td>950</td><td>250</td>" in table
+    assert "<td>chaos-1</td><td>800</td><td>—</td><td>800</td>" in table
+    assert "<td>unsynced</td><td>7</td><td>81920</td>" in table
