@@ -188,7 +188,7 @@ def _fuse_operations(backing: Path, writes: UnsyncedWrites) -> Any:
         use_ns = True
 
         def __init__(self) -> None:
-            self.lock = threading.RLock()
+            self.mutex = threading.RLock()
             self.powered = True
 
         def _path(self, path: str) -> str:
@@ -202,7 +202,7 @@ def _fuse_operations(backing: Path, writes: UnsyncedWrites) -> Any:
                 raise FuseOSError(errno.EIO)
 
         def power_off(self) -> list[FileLoss]:
-            with self.lock:
+            with self.mutex:
                 self.powered = False
                 return writes.lose()
 
@@ -238,14 +238,14 @@ def _fuse_operations(backing: Path, writes: UnsyncedWrites) -> Any:
             return 0
 
         def unlink(self, path: str) -> int:
-            with self.lock:
+            with self.mutex:
                 self._check_power()
                 os.unlink(self._path(path))
                 writes.removed(self._rel(path))
             return 0
 
         def rename(self, old: str, new: str) -> int:
-            with self.lock:
+            with self.mutex:
                 self._check_power()
                 os.rename(self._path(old), self._path(new))
                 writes.renamed(self._rel(old), self._rel(new))
@@ -283,7 +283,7 @@ def _fuse_operations(backing: Path, writes: UnsyncedWrites) -> Any:
 
         # -- data: volatile until fsync --
         def create(self, path: str, mode: int, fi: Any = None) -> int:
-            with self.lock:
+            with self.mutex:
                 self._check_power()
                 fh = os.open(self._path(path), os.O_RDWR | os.O_CREAT | os.O_TRUNC, mode)
                 writes.created(self._rel(path), time.monotonic())
@@ -292,7 +292,7 @@ def _fuse_operations(backing: Path, writes: UnsyncedWrites) -> Any:
         def open(self, path: str, flags: int) -> int:
             self._check_power()
             if flags & os.O_TRUNC:
-                with self.lock:
+                with self.mutex:
                     writes.before_truncate(self._rel(path), 0, time.monotonic())
                     return os.open(self._path(path), flags)
             return os.open(self._path(path), flags & ~os.O_APPEND)
@@ -302,13 +302,13 @@ def _fuse_operations(backing: Path, writes: UnsyncedWrites) -> Any:
             return os.pread(fh, size, offset)
 
         def write(self, path: str, data: bytes, offset: int, fh: int) -> int:
-            with self.lock:
+            with self.mutex:
                 self._check_power()
                 writes.before_write(self._rel(path), offset, len(data), time.monotonic())
                 return os.pwrite(fh, data, offset)
 
         def truncate(self, path: str, length: int, fh: int | None = None) -> int:
-            with self.lock:
+            with self.mutex:
                 self._check_power()
                 writes.before_truncate(self._rel(path), length, time.monotonic())
                 if fh is not None:
@@ -321,7 +321,7 @@ def _fuse_operations(backing: Path, writes: UnsyncedWrites) -> Any:
             raise FuseOSError(errno.EOPNOTSUPP)  # callers fall back to writing (Kafka preallocates by setLength)
 
         def fsync(self, path: str, datasync: int, fh: int) -> int:
-            with self.lock:
+            with self.mutex:
                 self._check_power()
                 os.fsync(fh)
                 writes.synced(self._rel(path))
@@ -354,7 +354,7 @@ def _serve_control(sock_path: Path, ops: Any, writes: UnsyncedWrites) -> None:
             if request.get("cmd") == "power-off":
                 answer: dict[str, Any] = {"files": [loss.to_dict() for loss in ops.power_off()]}
             else:
-                with ops.lock:
+                with ops.mutex:
                     answer = {"dirty_files": len(writes.files), "unsynced_bytes": writes.unsynced_bytes()}
             conn.sendall((json.dumps(answer) + "\n").encode())
 
@@ -362,7 +362,7 @@ def _serve_control(sock_path: Path, ops: Any, writes: UnsyncedWrites) -> None:
 def _flusher(ops: Any, writes: UnsyncedWrites) -> None:
     while True:
         time.sleep(1.0)
-        with ops.lock:
+        with ops.mutex:
             writes.write_back(time.monotonic())
 
 
