@@ -118,6 +118,12 @@ class KafkaCluster:
         remove_labelled(self.client, self.run_id)
         remove_disks(self.run_id)
 
+    def settle_disks(self) -> dict[int, int]:
+        """Volatile disks only: make everything written so far durable (the setup, earlier runs); per node, the
+        files that were dirty. Without this, Kafka's own setup would be lost too: `kafka-storage format` writes
+        bootstrap.checkpoint without fsync (BatchFileWriter.close), and a node that loses it cannot start."""
+        return {n.node_id: n.disk.settle() for n in self.nodes.values() if n.disk is not None and n.disk.mounted}
+
     def wait_ready(self, timeout_s: float | None = None) -> None:
         """Every node logged `Kafka Server started` and the metadata shows every broker."""
         timeout = timeout_s or self.spec.start_timeout_s

@@ -353,6 +353,10 @@ def _serve_control(sock_path: Path, ops: Any, writes: UnsyncedWrites) -> None:
             request = json.loads(conn.makefile().readline() or "{}")
             if request.get("cmd") == "power-off":
                 answer: dict[str, Any] = {"files": [loss.to_dict() for loss in ops.power_off()]}
+            elif request.get("cmd") == "settle":
+                with ops.mutex:
+                    answer = {"settled_files": len(writes.files)}
+                    writes.files.clear()
             else:
                 with ops.mutex:
                     answer = {"dirty_files": len(writes.files), "unsynced_bytes": writes.unsynced_bytes()}
@@ -473,6 +477,11 @@ class VolatileDisk:
 
     def status(self) -> dict[str, Any]:
         return self._ask("status")
+
+    def settle(self) -> int:
+        """Everything written so far counts as on disk (`sync`): a run starts on a machine that has been up for
+        longer than the write-back age. Returns how many files were dirty."""
+        return int(self._ask("settle")["settled_files"])
 
     def power_off(self) -> list[dict[str, Any]]:
         """Lose every unsynced write (the node's processes must be dead), then unmount. Returns the files changed."""

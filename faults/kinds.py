@@ -86,7 +86,8 @@ def crash_summary(files: list[dict[str, Any]]) -> dict[str, Any]:
             seen[1] = max((x for x in (seen[1], after) if x is not None), default=None)
     return {
         "files": len(files),
-        "bytes": sum(max(0, f["size_before"] - f["size_after"]) for f in files),
+        # record bytes only: preallocated index files shrink by megabytes of zeros
+        "log_bytes": sum(max(0, f["size_before"] - f["size_after"]) for f in files if f["path"].endswith(".log")),
         "partitions": {p: {"end_offset_before": b, "end_offset_after": a} for p, (b, a) in sorted(segments.items())},
     }
 

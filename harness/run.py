@@ -182,6 +182,9 @@ def _execute(ctx: RunContext, workloads: list[Workload], nemeses: list[Nemesis])
     s, cluster, history = ctx.scenario, ctx.cluster, ctx.history
     cluster.create_topic(ctx.topic, s.topic.partitions, s.topic.replication_factor, s.topic.kafka_configs())
     history.record("harness", "info", "topic", {"topic": ctx.topic, "keys": ctx.keys})
+    if isinstance(cluster, KafkaCluster) and cluster.spec.volatile_disks:
+        # a power loss takes what the run wrote and did not sync, not the cluster's setup (docs/architecture.md §5)
+        history.record("harness", "info", "disks-settled", {"dirty_files": cluster.settle_disks()})
     observer = Observer(cluster.bootstrap_servers(direct=True), ctx.topic, s.topic.partitions, ctx.run.state,
                         history.now)
     observer.start()

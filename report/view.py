@@ -340,7 +340,7 @@ def crash(data: RunData) -> list[dict[str, Any]]:
             lost = as_dict(lost)
             partitions = as_dict(lost.get("partitions"))
             base = {"time": f"{band.start / 1e9:.3f}", "node": node, "lose": value.get("lose", "—"),
-                    "files": lost.get("files", 0), "bytes": lost.get("bytes", 0)}
+                    "files": lost.get("files", 0), "bytes": lost.get("log_bytes", 0)}
             if not partitions:
                 rows.append({**base, "partition": "—", "before": "—", "after": "—", "records": 0})
             for partition, ends in sorted(partitions.items()):

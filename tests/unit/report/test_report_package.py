@@ -161,7 +161,7 @@ def test_what_the_crash_took_per_node_and_partition(tmp_path: Path) -> None:
     run = make_run(tmp_path / "run")
     assert 'id="crash"' not in render_report(run.run_dir)
     results = _results(run.run_dir)
-    lost = {"2": {"files": 7, "bytes": 81920, "partitions": {
+    lost = {"2": {"files": 7, "log_bytes": 81920, "partitions": {
         "chaos-0": {"end_offset_before": 1200, "end_offset_after": 950},
         "chaos-1": {"end_offset_before": 800, "end_offset_after": None}}}}
     results.setdefault("faults", {}).setdefault("windows", []).append(
