@@ -184,7 +184,8 @@ def _execute(ctx: RunContext, workloads: list[Workload], nemeses: list[Nemesis])
     history.record("harness", "info", "topic", {"topic": ctx.topic, "keys": ctx.keys})
     if isinstance(cluster, KafkaCluster) and cluster.spec.volatile_disks:
         # a power loss takes what the run wrote and did not sync, not the cluster's setup (docs/architecture.md §5)
-        history.record("harness", "info", "disks-settled", {"dirty_files": cluster.settle_disks()})
+        settled = {str(node): files for node, files in cluster.settle_disks().items()}
+        history.record("harness", "info", "disks-settled", {"dirty_files": settled})
     observer = Observer(cluster.bootstrap_servers(direct=True), ctx.topic, s.topic.partitions, ctx.run.state,
                         history.now)
     observer.start()
