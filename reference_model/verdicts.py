@@ -493,6 +493,18 @@ def _loss(cfg: RunConfig, faults: FaultSummary) -> _Loss:
     return first or _Loss(False, False, None, None)
 
 
+def _power_loss_permits(cfg: RunConfig, faults: FaultSummary) -> str | None:
+    """Why a power loss may take committed records under this configuration, or None when it may not."""
+    if faults.max_power_lost >= cfg.rf and not cfg.flush_every_message:
+        return (
+            f"every replica (RF={cfg.rf}) lost power at once: Kafka acknowledges a write once the in-sync "
+            "replicas have it in memory, not on disk (log.flush.interval.messages is Long.MAX_VALUE by default: "
+            "durability comes from replication, and the OS writes pages back on its own), so records no replica "
+            "had fsynced are gone after a correlated power loss"
+        )
+    return None
+
+
 def _config_note(known: bool) -> str:
     return "" if known else " (configuration unknown: Kafka's defaults assumed)"
 
@@ -514,13 +526,9 @@ def _loss_verdict(what: str, cfg: RunConfig, known: bool, faults: FaultSummary) 
             "an unclean leader election was observed although unclean.leader.election.enable=false, and the "
             f"{what} followed from it{note}"
         )
-    if faults.max_power_lost >= cfg.rf and not cfg.flush_every_message:
-        return _permitted(
-            f"every replica (RF={cfg.rf}) lost power at once: Kafka acknowledges a write once the in-sync "
-            "replicas have it in memory, not on disk (log.flush.interval.messages is Long.MAX_VALUE by default: "
-            "durability comes from replication, and the OS writes pages back on its own), so records no replica "
-            f"had fsynced are gone after a correlated power loss{note}"
-        )
+    power = _power_loss_permits(cfg, faults)
+    if power:
+        return _permitted(power + note)
     loss = _loss(cfg, faults)
     if loss.possible and loss.clean and cfg.acks == "1":
         return _permitted(
@@ -655,6 +663,9 @@ def _consumer_order(i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: F
 
 
 def _vanished_read(_i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: FaultSummary) -> Verdict:
+    power = _power_loss_permits(cfg, faults)
+    if power:
+        return _permitted(f"{power}; a record read below the high watermark went with them{_config_note(known)}")
     loss = _loss(dataclasses.replace(cfg, acks="all"), faults)
     if faults.unclean_election or (cfg.unclean and loss.possible):
         return _permitted(

@@ -46,3 +46,9 @@ def test_fsync_on_every_message_keeps_acknowledged_writes_through_a_correlated_p
     assert config.flush_every_message
     verdict = judge("lost-write", {"key": "0"}, config, FaultSummary.from_events(power_loss(1, 2, 3)))
     assert verdict.verdict == "violation", verdict.reason
+
+
+def test_a_read_record_may_vanish_only_when_every_replica_lost_power() -> None:
+    assert judge("vanished-read", {"key": "0"}, SAFE, FaultSummary.from_events(power_loss(1, 2, 3))).verdict == \
+        "permitted"
+    assert judge("vanished-read", {"key": "0"}, SAFE, FaultSummary.from_events(power_loss(1))).verdict == "violation"
