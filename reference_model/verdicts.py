@@ -494,13 +494,42 @@ def _loss(cfg: RunConfig, faults: FaultSummary) -> _Loss:
 
 
 def _power_loss_permits(cfg: RunConfig, faults: FaultSummary) -> str | None:
-    """Why a power loss may take committed records under this configuration, or None when it may not."""
-    if faults.max_power_lost >= cfg.rf and not cfg.flush_every_message:
+    """Why a power loss may take committed records under this configuration, or None when it may not.
+
+    Three cases, each from Kafka's code (4.0.1 and 4.3.1):
+    * every replica lost power at once: nothing but the page cache held the tail of the log;
+    * the last in-sync replica lost power while the others were down, ELR off (4.0's default): KRaft never empties
+      the ISR, so the last member stays in it and leads again on return with what its disk kept (the case KIP-966
+      was written for);
+    * the same with ELR on (4.1+): KIP-966 drops a replica that shut down uncleanly from the ISR and the ELR
+      (`PartitionChangeBuilder.maybePopulateTargetElr`, `uncleanShutdownReplicas`), but once both are empty the
+      controller elects the last known leader as soon as it registers again (`canElectLastKnownLeader`,
+      `useLastKnownLeaderInBalancedRecovery = true`), without asking whether it shut down cleanly.
+    One power loss among live replicas takes nothing: the others hold the records and the node re-syncs.
+    """
+    if cfg.flush_every_message or "power-loss" not in faults.kinds:
+        return None
+    if faults.max_power_lost >= cfg.rf:
         return (
             f"every replica (RF={cfg.rf}) lost power at once: Kafka acknowledges a write once the in-sync "
             "replicas have it in memory, not on disk (log.flush.interval.messages is Long.MAX_VALUE by default: "
             "durability comes from replication, and the OS writes pages back on its own), so records no replica "
             "had fsynced are gone after a correlated power loss"
+        )
+    if faults.max_down >= cfg.rf:
+        if cfg.elr:
+            return (
+                "a replica lost power while every other replica was down; ELR on: KIP-966 removes a replica "
+                "that shut down uncleanly from the ISR and the ELR, but once both are empty the controller "
+                "elects the last known leader when it returns (PartitionChangeBuilder.canElectLastKnownLeader, "
+                "useLastKnownLeaderInBalancedRecovery = true: KIP-966's balanced recovery), whether or not it "
+                "lost unflushed data, and the other replicas truncate to its log"
+            )
+        return (
+            "the last in-sync replica lost power while every other replica was down; ELR off "
+            "(eligible.leader.replicas.version=0): KRaft keeps the last member in the ISR, so it leads again on "
+            "return with what its disk kept and the other replicas truncate to it: the hole KIP-966 (Eligible "
+            "Leader Replicas, Motivation) was written to close"
         )
     return None
 

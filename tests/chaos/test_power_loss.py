@@ -65,3 +65,79 @@ def test_one_broker_loses_power_and_nothing_acknowledged_is_lost(chaos_run) -> N
     lost = [i for name in ("lost-write", "unseen") for i in r["anomalies"].get(name, [])]
     assert not lost, lost[:3]
     assert r["violations"] == []
+
+
+LOSS_ANOMALIES = ("lost-write", "unseen", "inconsistent-offsets", "vanished-read")
+
+
+@pytest.mark.parametrize("kafka_version", [
+    "4.3.1",
+    pytest.param("4.0.1", marks=pytest.mark.nightly),  # the same run on the ELR-off version: nightly
+])
+def test_every_node_loses_power_at_once(chaos_run, kafka_version: str) -> None:
+    """A rack losing power: every replica loses what it had not fsynced. Kafka acknowledges from memory
+    (log.flush.interval.messages = Long.MAX_VALUE), so the model permits losing acknowledged records here, and
+    only here; the run shows what each version actually lost and whether it came back."""
+    s = scenario(f"power-loss-all-{kafka_version}", 25, {"kind": "power-loss", "target": "all", "at_s": 6,
+                                                         "duration_s": 5})
+    s["cluster"] = {**s["cluster"], "kafka_version": kafka_version}
+    result = chaos_run(s)
+    (loss,) = nemesis(result, "power-loss")
+    assert sorted(loss["value"]["nodes"]) == [1, 2, 3]
+    taken = offsets_taken(result)
+    print(f"{kafka_version}: {loss_summary(result)}")
+    for node in ("1", "2", "3"):
+        assert taken.get(node) and all(b is not None and (a or 0) < b for b, a in taken[node].values()), \
+            f"node {node}'s disk kept every record of the topic: {taken.get(node)}"
+    r = result.results
+    lost = [(name, i) for name in LOSS_ANOMALIES for i in r["anomalies"].get(name, [])]
+    assert lost, "every replica lost its unsynced records, yet the history shows no acknowledged record lost"
+    assert {i["verdict"] for _, i in lost} == {"permitted"} and all("fsynced" in i["reason"] for _, i in lost)
+    assert r["violations"] == [], r["violations"][:3]
+
+
+def kip_966_scenario(kafka_version: str) -> dict[str, Any]:
+    """KIP-966's motivating sequence on one partition: both followers die (the leader is the last in-sync
+    replica), then the leader loses power and comes back first with what its disk kept. A dedicated controller
+    keeps the quorum alive through it."""
+    s = scenario(f"kip-966-{kafka_version}", 30,
+                 {"kind": "kill", "target": "follower", "at_s": 4, "duration_s": 22},
+                 {"kind": "kill", "target": "follower", "at_s": 7, "duration_s": 12},
+                 {"kind": "power-loss", "target": "leader", "at_s": 10, "duration_s": 3})
+    s["cluster"] = {**s["cluster"], "controllers": 1, "kafka_version": kafka_version}
+    s["topic"] = {**s["topic"], "partitions": 1}
+    return s
+
+
+@pytest.mark.parametrize("kafka_version", ["4.0.1", "4.3.1"])
+def test_kip_966_last_in_sync_replica_loses_power(chaos_run, kafka_version: str) -> None:
+    """What each version does when the last in-sync replica lost unflushed data (see the model's reasons):
+    4.0.1 (ELR off) keeps it in the ISR and it leads again; 4.3.1 (ELR on) drops it from ISR and ELR, then elects
+    it anyway as the last known leader once the other replica, SIGKILLed and so also an unclean shutdown, left the
+    ELR. Both lose the acknowledged records; the model expects exactly that, for the reason it names."""
+    result = chaos_run(kip_966_scenario(kafka_version))
+    kills = nemesis(result, "kill")
+    (loss,) = nemesis(result, "power-loss")
+    (victim,) = loss["value"]["nodes"]
+    assert len(kills) == 2 and victim not in {n for k in kills for n in k["value"]["nodes"]}
+    state = samples(result)
+    before = [s for s in state if s["time"] < loss["time"]]
+    assert before and before[-1]["leader"] == victim, "the power loss hit the leader, the last in-sync replica"
+    taken = offsets_taken(result)
+    assert any(b is not None and (a or 0) < b for b, a in taken[str(victim)].values()), taken
+    (power_on,) = nemesis(result, "power-on")
+    after = [s for s in state if s["time"] > power_on["time"]]
+    led_again = [s for s in after if s["leader"] == victim]
+    assert led_again, f"node {victim} did not lead again: {[(s['leader'], s['isr']) for s in after][:5]}"
+    if kafka_version == "4.3.1":
+        # KIP-966 dropped the unclean replica from ISR and ELR before the last-known-leader election
+        assert any(s["leader"] is None and not s["isr"] and victim in (s["last_known_elr"] or []) for s in after), \
+            [(s["leader"], s["isr"], s["elr"], s["last_known_elr"]) for s in after][:8]
+    r = result.results
+    print(f"{kafka_version}: {loss_summary(result)}")
+    lost = [(name, i) for name in LOSS_ANOMALIES for i in r["anomalies"].get(name, [])]
+    assert lost, "the last in-sync replica came back without the acknowledged records, yet none was lost"
+    reason = "canElectLastKnownLeader" if kafka_version == "4.3.1" else "ELR off"
+    assert {i["verdict"] for _, i in lost} == {"permitted"} and all(reason in i["reason"] for _, i in lost), \
+        {i["reason"] for _, i in lost}
+    assert r["violations"] == [], r["violations"][:3]

@@ -52,3 +52,21 @@ def test_a_read_record_may_vanish_only_when_every_replica_lost_power() -> None:
     assert judge("vanished-read", {"key": "0"}, SAFE, FaultSummary.from_events(power_loss(1, 2, 3))).verdict == \
         "permitted"
     assert judge("vanished-read", {"key": "0"}, SAFE, FaultSummary.from_events(power_loss(1))).verdict == "violation"
+
+
+def kill(*nodes: int) -> list[dict[str, Any]]:
+    return [{"process": "nemesis", "type": "invoke", "f": "kill", "value": {"target": "follower"}},
+            {"process": "nemesis", "type": "info", "f": "kill", "value": {"nodes": list(nodes)}}]
+
+
+def test_the_last_in_sync_replica_losing_power_is_kip_966s_case_on_either_side_of_elr() -> None:
+    faults = FaultSummary.from_events(kill(3) + kill(2) + power_loss(1))
+    assert faults.max_down == 3 and faults.max_power_lost == 1
+    without_elr = judge("inconsistent-offsets", {"key": "0"}, SAFE, faults)
+    with_elr = judge("inconsistent-offsets", {"key": "0"}, RunConfig(acks="all", rf=3, min_insync=2, elr=True), faults)
+    assert without_elr.verdict == with_elr.verdict == "permitted"
+    assert "KIP-966" in without_elr.reason and "ELR off" in without_elr.reason
+    assert "canElectLastKnownLeader" in with_elr.reason
+    # the same sequence with SIGKILL only: the returning replica has every record it acknowledged
+    sigkill_only = FaultSummary.from_events(kill(3) + kill(2) + kill(1))
+    assert judge("lost-write", {"key": "0"}, SAFE, sigkill_only).verdict == "violation"
