@@ -232,11 +232,15 @@ def reconcile(
 
 @app.command()
 def matrix(model: Annotated[bool, typer.Option("--model", help="Compute it from the reference model")] = True,
-           elr: Annotated[bool, typer.Option(help="ELR (KIP-966) on")] = False) -> None:
+           elr: Annotated[bool, typer.Option(help="ELR (KIP-966) on")] = False,
+           power_loss: Annotated[bool, typer.Option(help="Add the power-loss fault sets (unsynced writes lost)")]
+           = True) -> None:
     """Kafka's durability matrix (acks × min.insync × unclean × fault set) from the reference model."""
-    from kafka_chaos.reference_model.matrix import durability_matrix, render_matrix
+    from kafka_chaos.reference_model.explore import MATRIX_FAULT_SETS
+    from kafka_chaos.reference_model.matrix import POWER_LOSS_FAULT_SETS, durability_matrix, render_matrix
 
-    console.print(render_matrix(durability_matrix(elr=elr)))
+    fault_sets = MATRIX_FAULT_SETS + (POWER_LOSS_FAULT_SETS if power_loss else ())
+    console.print(render_matrix(durability_matrix(elr=elr, fault_sets=fault_sets)))
 
 
 @app.command()

@@ -30,6 +30,7 @@ from kafka_chaos.reference_model.model import (
     Isolate,
     Kill,
     Pause,
+    PowerLoss,
     Produce,
     Restart,
     Resume,
@@ -41,6 +42,7 @@ from kafka_chaos.reference_model.model import (
 __all__ = [
     "FAULT_SETS",
     "MATRIX_FAULT_SETS",
+    "POWER_LOSS_FAULT_SETS",
     "Exploration",
     "FaultScript",
     "duplicates_possible",
@@ -78,10 +80,17 @@ FAULT_SETS: dict[str, str] = {
         "a follower crashes and falls out of the ISR, then every ISR member crashes, then the stale replica "
         "returns before the others"
     ),
+    "one-power-loss": "any one broker loses power (its unsynced log is gone) and later restarts",
+    "last-isr-power-loss": (
+        "the followers crash one after the other, then the leader (the last in-sync replica) loses power and "
+        "returns first (KIP-966's case)"
+    ),
+    "all-power-loss": "every replica loses power at once, then they return in any order",
 }
 """The fault sets the explorer knows, by name."""
 
 MATRIX_FAULT_SETS = ("one-down", "two-down", "leader-isolated", "all-isr-down")
+POWER_LOSS_FAULT_SETS = ("one-power-loss", "last-isr-power-loss", "all-power-loss")
 
 
 def fault_scripts(name: str, replicas: tuple[int, ...]) -> list[FaultScript]:
@@ -109,6 +118,19 @@ def fault_scripts(name: str, replicas: tuple[int, ...]) -> list[FaultScript]:
             return [FaultScript(name, (Isolate(f),), (Heal(),)) for f in followers]
         case "leader-paused":
             return [FaultScript(name, (Pause(leader),), (Resume(leader),))]
+        case "one-power-loss":
+            return [FaultScript(name, (PowerLoss(r),), (Restart(r),)) for r in replicas]
+        case "last-isr-power-loss":
+            return [
+                FaultScript(name, (*(Kill(f) for f in order), PowerLoss(leader), Restart(leader)),
+                            tuple(Restart(f) for f in order))
+                for order in itertools.permutations(followers)
+            ]
+        case "all-power-loss":
+            return [
+                FaultScript(name, tuple(PowerLoss(r) for r in replicas), tuple(Restart(r) for r in order))
+                for order in itertools.permutations(replicas)
+            ]
         case "all-isr-down":
             if not followers:
                 return [FaultScript(name, (Kill(leader),), (Restart(leader),))]

@@ -14,10 +14,16 @@ from dataclasses import dataclass
 
 from rich.table import Table
 
-from kafka_chaos.reference_model.explore import MATRIX_FAULT_SETS, explore, fault_scripts, writes_available
+from kafka_chaos.reference_model.explore import (
+    MATRIX_FAULT_SETS,
+    POWER_LOSS_FAULT_SETS,
+    explore,
+    fault_scripts,
+    writes_available,
+)
 from kafka_chaos.reference_model.model import Acks, Event, TopicConfig
 
-__all__ = ["MatrixRow", "Prediction", "durability_matrix", "predict", "render_matrix"]
+__all__ = ["POWER_LOSS_FAULT_SETS", "MatrixRow", "Prediction", "durability_matrix", "predict", "render_matrix"]
 
 ACKS: tuple[Acks, ...] = ("0", "1", "all")
 

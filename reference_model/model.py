@@ -144,6 +144,15 @@ class Kill:
 
 
 @dataclass(frozen=True, slots=True)
+class PowerLoss:
+    """The node loses power: the process dies as with :class:`Kill`, and the log loses what was not fsynced.
+    Kafka fsyncs a segment only when it rolls (``log.flush.interval.messages`` is Long.MAX_VALUE), so within
+    the model's short logs nothing was: the whole log, its leader-epoch cache and its high watermark are gone."""
+
+    broker: int
+
+
+@dataclass(frozen=True, slots=True)
 class Stop:
     """Clean shutdown: controlled shutdown through the controller (if reachable), then the process exits."""
 
@@ -199,10 +208,10 @@ class Timeout:
 
 
 Event = (
-    Produce | Fetch | ShrinkIsr | Fence | Unfence | SyncMetadata | Kill | Stop | Restart | Pause | Resume
-    | Cut | Isolate | Heal | Timeout
+    Produce | Fetch | ShrinkIsr | Fence | Unfence | SyncMetadata | Kill | PowerLoss | Stop | Restart | Pause
+    | Resume | Cut | Isolate | Heal | Timeout
 )
-FAULT_EVENTS = (Kill, Stop, Restart, Pause, Resume, Cut, Isolate, Heal)
+FAULT_EVENTS = (Kill, PowerLoss, Stop, Restart, Pause, Resume, Cut, Isolate, Heal)
 """Event types a nemesis causes; the others are the protocol's own steps (and the client's)."""
 
 
@@ -466,7 +475,7 @@ class Cluster:
                     and self.reaches_controller(b)
                     and self.brokers[b].view != self.reg.view()
                 )
-            case Kill(broker=b) | Stop(broker=b) | Pause(broker=b):
+            case Kill(broker=b) | PowerLoss(broker=b) | Stop(broker=b) | Pause(broker=b):
                 return b in self.brokers and self.brokers[b].process == "up"
             case Restart(broker=b):
                 return b in self.brokers and self.brokers[b].process == "down"
@@ -555,6 +564,11 @@ class Cluster:
                 br = self.brokers[b]
                 br.process, br.unclean_shutdown = "down", True
                 self._forget_memory(br)
+            case PowerLoss(broker=b):
+                br = self.brokers[b]
+                br.process, br.unclean_shutdown = "down", True
+                self._forget_memory(br)
+                br.log, br.epochs, br.hw, br.first_offset = [], [], 0, {}
             case Stop(broker=b):
                 self._stop(b)
             case Restart(broker=b):

@@ -352,6 +352,9 @@ def _nemesis(w: _Writer, clusters: Mapping[str, Cluster], ev: Event) -> None:
     """Apply a fault to every partition's model and record it as the nemesis does (invoke, then info)."""
     first = next(iter(clusters.values()))
     leader_before = first.reg.leader  # symbolic target "leader" means the first key's leader, as in faults/
+    if type(ev) not in _NEMESIS_NAMES:
+        raise ValueError(f"synthetic histories do not model {type(ev).__name__} yet; use a fault set of "
+                         f"{', '.join(t.__name__ for t in _NEMESIS_NAMES)}")
     f = _NEMESIS_NAMES[type(ev)]
     if isinstance(ev, Restart) and not first.brokers[ev.broker].unclean_shutdown:
         f = "start"  # the heal of a clean stop

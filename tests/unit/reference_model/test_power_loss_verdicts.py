@@ -70,3 +70,20 @@ def test_the_last_in_sync_replica_losing_power_is_kip_966s_case_on_either_side_o
     # the same sequence with SIGKILL only: the returning replica has every record it acknowledged
     sigkill_only = FaultSummary.from_events(kill(3) + kill(2) + kill(1))
     assert judge("lost-write", {"key": "0"}, SAFE, sigkill_only).verdict == "violation"
+
+
+@pytest.mark.parametrize("elr", [False, True])
+def test_the_verdict_rules_agree_with_the_explored_model(elr: bool) -> None:
+    """The hand-written reasons must say what the state machine finds over every interleaving."""
+    from kafka_chaos.reference_model.matrix import predict
+
+    config = RunConfig(acks="all", rf=3, min_insync=2, elr=elr)
+    cases = {
+        "one-power-loss": power_loss(2),
+        "last-isr-power-loss": kill(3) + kill(2) + power_loss(1),
+        "all-power-loss": power_loss(1, 2, 3),
+    }
+    for fault_set, events in cases.items():
+        explored = predict("all", 2, 3, False, fault_set, elr=elr)
+        verdict = judge("lost-write", {"key": "0"}, config, FaultSummary.from_events(events)).verdict
+        assert (verdict == "permitted") == explored.loss_possible, (fault_set, explored.reason)
