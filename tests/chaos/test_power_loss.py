@@ -5,6 +5,7 @@ anomalies) with the reference model's verdict beside it."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -39,7 +40,7 @@ def offsets_taken(result: RunResult) -> dict[str, dict[str, tuple[int | None, in
 
 def loss_summary(result: RunResult) -> str:
     r = result.results
-    found = {name: [(i.get("verdict"), i.get("key")) for i in insts] for name, insts in r["anomalies"].items()}
+    found = {name: dict(Counter(i.get("verdict") for i in insts)) for name, insts in r["anomalies"].items()}
     return f"taken {offsets_taken(result)}; anomalies {found}; violations {len(r['violations'])}"
 
 
