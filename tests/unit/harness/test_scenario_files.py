@@ -1,0 +1,35 @@
+"""Every scenario and campaign the project ships loads and validates (a typo in one fails here, not in a user's
+run)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kafka_chaos.harness.campaign import load_campaign, predict
+from kafka_chaos.harness.scenario import load_scenario
+
+SCENARIOS = Path(__file__).resolve().parents[3] / "scenarios"
+
+
+@pytest.mark.parametrize("path", sorted(SCENARIOS.glob("*.toml")), ids=lambda p: p.name)
+def test_scenario_loads(path: Path) -> None:
+    assert load_scenario(path).name
+
+
+@pytest.mark.parametrize("path", sorted((SCENARIOS / "campaigns").glob("*.toml")), ids=lambda p: p.name)
+def test_campaign_loads_and_every_run_has_a_prediction(path: Path) -> None:
+    runs = load_campaign(path).runs
+    assert runs
+    assert all(predict(run) is not None for run in runs if run.model_fault_set)
+
+
+def test_power_loss_campaign_crosses_versions_with_the_models_expectation() -> None:
+    runs = load_campaign(SCENARIOS / "campaigns" / "power-loss-versions.toml").runs
+    by = {(r.scenario.cluster.kafka_version, r.model_fault_set): predict(r) for r in runs}
+    assert {v for v, _ in by} == {"4.0.1", "4.3.1"}
+    for version in ("4.0.1", "4.3.1"):
+        assert by[(version, "one-power-loss")] == {"loss_possible": False, "writes_available": True}
+        for fault_set in ("last-isr-power-loss", "all-power-loss"):
+            assert (by[(version, fault_set)] or {}).get("loss_possible") is True
