@@ -41,6 +41,7 @@ from kafka_chaos.errors import ClusterError
 # Where nodes' volatile disks live on the host: <root>/<run id>/<node>/{backing,mnt}
 DISKS_ROOT = Path(os.environ.get("KAFKA_CHAOS_DISKS", "/var/tmp/kafka-chaos/disks"))
 BLOCK = 4096
+FUSE_CAP_WRITEBACK_CACHE = 1 << 16  # libfuse 3 fuse_common.h
 ZERO_BLOCK = bytes(BLOCK)
 
 
@@ -191,6 +192,17 @@ def _fuse_operations(backing: Path, writes: UnsyncedWrites) -> Any:
             self.mutex = threading.RLock()
             self.powered = True
 
+        def init_with_config(self, conn: Any, config: Any) -> None:
+            # The kernel's write-back cache gathers small appends into page-sized writes (the daemon's cost is
+            # per call); what it holds is unsynced, and fsync flushes it here before FSYNC. Only this daemon
+            # changes the backing files while mounted, so cached pages and attributes stay true.
+            # Not with a write-back age: the kernel's own flusher would then shift what "dirty for N s" means.
+            if writes.writeback_after_s is None and conn is not None and conn.capable & FUSE_CAP_WRITEBACK_CACHE:
+                conn.want |= FUSE_CAP_WRITEBACK_CACHE
+            if config is not None:
+                config.kernel_cache = 1
+                config.attr_timeout = config.entry_timeout = 60.0
+
         def _path(self, path: str) -> str:
             return str(backing) + path
 
@@ -291,11 +303,15 @@ def _fuse_operations(backing: Path, writes: UnsyncedWrites) -> Any:
 
         def open(self, path: str, flags: int) -> int:
             self._check_power()
+            # the write-back cache reads pages it only partly writes: a write-only file is opened for both
+            flags &= ~os.O_APPEND
+            if flags & os.O_ACCMODE == os.O_WRONLY:
+                flags = (flags & ~os.O_ACCMODE) | os.O_RDWR
             if flags & os.O_TRUNC:
                 with self.mutex:
                     writes.before_truncate(self._rel(path), 0, time.monotonic())
                     return os.open(self._path(path), flags)
-            return os.open(self._path(path), flags & ~os.O_APPEND)
+            return os.open(self._path(path), flags)
 
         def read(self, path: str, size: int, offset: int, fh: int) -> bytes:
             self._check_power()
@@ -481,6 +497,7 @@ class VolatileDisk:
     def settle(self) -> int:
         """Everything written so far counts as on disk (`sync`): a run starts on a machine that has been up for
         longer than the write-back age. Returns how many files were dirty."""
+        os.sync()  # pages the kernel's write-back cache still holds reach the daemon first
         return int(self._ask("settle")["settled_files"])
 
     def power_off(self) -> list[dict[str, Any]]:
