@@ -19,7 +19,7 @@ from kafka_chaos.errors import ScenarioError
 from kafka_chaos.faults.operations import OperationSpec, validate_against
 from kafka_chaos.faults.registry import KINDS
 from kafka_chaos.faults.schedule import FaultsConfig
-from kafka_chaos.workloads.config import WorkloadConfig
+from kafka_chaos.workloads.config import CLIENT_TIMEOUT_PROFILES, WorkloadConfig
 
 
 class Strict(BaseModel):
@@ -78,6 +78,17 @@ class Scenario(Strict):
     image_id: str | None = None
 
     @model_validator(mode="after")
+    def _client_timeouts_of_the_profile(self) -> Scenario:
+        profile = CLIENT_TIMEOUT_PROFILES[self.cluster.timeouts]
+        unset = {k: v for k, v in profile.items() if k not in self.workload.model_fields_set}
+        if unset:
+            workload = self.workload.model_copy(update=unset)
+            # Still "unset": with_overrides re-derives them when an override changes the profile.
+            object.__setattr__(workload, "__pydantic_fields_set__", set(self.workload.model_fields_set))
+            object.__setattr__(self, "workload", workload)  # frozen model; this is its own validation
+        return self
+
+    @model_validator(mode="after")
     def _fits_cluster(self) -> Scenario:
         validate_against(self.operations, self.cluster.broker_ids(), self.topic.replication_factor)
         if self.cluster.bootstrap_servers:
@@ -125,8 +136,10 @@ class Scenario(Strict):
                              "start commands")
 
     def with_overrides(self, **overrides: Any) -> Scenario:
-        """A copy with dotted overrides applied, e.g. {"workload.acks": "1", "seed": 3}; validated again."""
-        data = self.model_dump()
+        """A copy with dotted overrides applied, e.g. {"workload.acks": "1", "seed": 3}; validated again. Fields
+        the scenario left unset stay unset, so what derives from another field (the client timeouts from
+        `cluster.timeouts`) follows an override of it."""
+        data = self.model_dump(exclude_unset=True)
         for dotted, value in overrides.items():
             node = data
             *parents, leaf = dotted.replace("__", ".").split(".")

@@ -6,6 +6,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+# `[cluster] timeouts = "kafka-defaults"`: the client's own defaults (librdkafka CONFIGURATION.md: request.timeout.ms
+# 30 s, message.timeout.ms alias delivery.timeout.ms 300 s) instead of the fast profile's 5 s / 15 s, unless the
+# scenario's [workload] sets them. The fast ones let a stalled send fail within a short chaos run.
+CLIENT_TIMEOUT_PROFILES: dict[str, dict[str, int]] = {
+    "fast": {"request_timeout_ms": 5000, "delivery_timeout_ms": 15000},
+    "kafka-defaults": {"request_timeout_ms": 30000, "delivery_timeout_ms": 300000},
+}
+
 
 class WorkloadConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -21,8 +29,10 @@ class WorkloadConfig(BaseModel):
     batch_size: int = Field(16384, ge=1)
     record_size: int = Field(100, ge=8, le=1_000_000)
     rate: float = Field(200, ge=0, description="sends per second per producer thread; 0 = unthrottled")
-    delivery_timeout_ms: int = Field(15000, ge=1000)
-    request_timeout_ms: int = Field(5000, ge=100)
+    delivery_timeout_ms: int = Field(CLIENT_TIMEOUT_PROFILES["fast"]["delivery_timeout_ms"], ge=1000,
+                                     description="unset: the [cluster] timeouts profile's")
+    request_timeout_ms: int = Field(CLIENT_TIMEOUT_PROFILES["fast"]["request_timeout_ms"], ge=100,
+                                    description="unset: the [cluster] timeouts profile's")
     poll_max_records: int = Field(500, ge=1)
     drain_timeout_s: float = Field(60, gt=0)
     client_rack: str | None = Field(None, description="consumers' client.rack: fetch from the closest replica")
