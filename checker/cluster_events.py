@@ -17,9 +17,11 @@ run started (the history's clock; `t0_unix_ns` is its wall-clock origin, recorde
   node that is the Raft leader but whose controller is not active yet), one event per burst;
 - `server-started`: `Kafka Server started`.
 
-`derive(events)` adds `controller-activation` events: how long each Raft leader's controller took to
-become active (or that it never did). `causes_for(window, events)` picks the events that explain an
-availability window, as short sentences.
+`registration_events(samples)` gives `broker-fenced` / `broker-unfenced` events from the observer's sampled
+registrations (state.jsonl `brokers`, DescribeCluster) for runs whose logs say nothing of fencing (an external
+cluster, logs not collected). `derive(events)` adds `controller-activation` events: how long each Raft
+leader's controller took to become active (or that it never did). `causes_for(window, events)` picks the
+events that explain an availability window, as short sentences.
 """
 
 from __future__ import annotations
@@ -156,6 +158,27 @@ def derive(events: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             text = f"node {e['node']} won epoch {e['epoch']}; its controller never became active in the logs"
         out.append({"time_s": e["time_s"], "node": e["node"], "kind": "controller-activation", "text": text,
                     "epoch": e["epoch"], "delay_s": delay})
+    return out
+
+
+def registration_events(samples: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """A `broker-fenced` / `broker-unfenced` event (source `observer`) each time the sampled registrations
+    (`brokers`: `{"unfenced", "fenced", "time"}`) show a broker change sides; the first read sets the baseline."""
+    out: list[dict[str, Any]] = []
+    last_time, fenced_before, unfenced_before = None, None, None
+    for sample in samples:
+        brokers = sample.get("brokers")
+        if not isinstance(brokers, Mapping) or brokers.get("time") == last_time:
+            continue  # a sample repeats the newest registrations read until the next one finishes
+        last_time = brokers.get("time")
+        fenced, unfenced = set(brokers.get("fenced") or ()), set(brokers.get("unfenced") or ())
+        if fenced_before is not None and unfenced_before is not None and isinstance(last_time, int):
+            for kind, now, before, what in (("broker-fenced", fenced, fenced_before, "fenced"),
+                                             ("broker-unfenced", unfenced, unfenced_before, "unfenced")):
+                for broker in sorted(now - before):
+                    out.append({"time_s": last_time / 1e9, "node": broker, "kind": kind, "source": "observer",
+                                "text": f"broker {broker} {what} (DescribeCluster, sampled by the observer)"})
+        fenced_before, unfenced_before = fenced, unfenced
     return out
 
 

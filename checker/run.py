@@ -13,7 +13,7 @@ from typing import Any
 from kafka_chaos.checker.analysis import analyse, json_default
 from kafka_chaos.checker.anomalies.cycles import read_txn_history
 from kafka_chaos.checker.availability import availability, expect_violations
-from kafka_chaos.checker.cluster_events import read_events, write_events
+from kafka_chaos.checker.cluster_events import read_events, registration_events, write_events
 from kafka_chaos.checker.faults import faults_from_history
 from kafka_chaos.checker.health import health_summary
 from kafka_chaos.checker.results import results_dict
@@ -61,7 +61,7 @@ def check_run(run_dir: Path, *, write: bool = True, config: Any = None) -> dict[
         result["health"] = health
     # -- availability (checker.availability): measured, predicted, explained by the nodes' own logs --
     run_config = config if config is not None else meta.run_start
-    events = _cluster_events(run_dir, meta.run_start, write=write)
+    events = _cluster_events(run_dir, meta.run_start, samples, write=write)
     result["availability"] = availability(tables.sends, tables.polls, faults, config=run_config,
                                           end_time=meta.end_time, state_samples=samples, events=events)
     expect = (run_config or {}).get("expect") if isinstance(run_config, dict) else None
@@ -95,13 +95,19 @@ class JepsenChecker:
         return check_run(run_dir)
 
 
-def _cluster_events(run_dir: Path, run_start: dict[str, Any] | None, *, write: bool) -> list[dict[str, Any]]:
-    """The nodes' log events (checker.cluster_events), also written to events.jsonl; none without logs or
-    without the run's wall-clock origin (histories from before it was recorded)."""
-    t0 = (run_start or {}).get("clock_unix_ns")
-    if not isinstance(t0, int) or not run_dir.is_dir() or not (run_dir / "logs").is_dir():
+def _cluster_events(run_dir: Path, run_start: dict[str, Any] | None, samples: list[dict[str, Any]] | None, *,
+                    write: bool) -> list[dict[str, Any]]:
+    """The nodes' log events (checker.cluster_events), also written to events.jsonl; none from the logs without
+    them or without the run's wall-clock origin (histories from before it was recorded). Fencing comes from the
+    observer's sampled registrations when the logs say nothing of it."""
+    if not run_dir.is_dir():
         return []
-    events = read_events(run_dir, t0)
+    t0 = (run_start or {}).get("clock_unix_ns")
+    events = read_events(run_dir, t0) if isinstance(t0, int) and (run_dir / "logs").is_dir() else []
+    if not any(e["kind"] in ("broker-fenced", "broker-unfenced") for e in events):
+        events = sorted(events + registration_events(samples or ()), key=lambda e: (e["time_s"], e["node"] or 0))
+    if not events:
+        return []
     if write:
         try:
             write_events(run_dir, events)

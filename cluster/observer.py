@@ -1,5 +1,6 @@
 """The observer: samples every partition's state about every 250 ms into state.jsonl (docs/architecture.md §3),
-with the controller quorum's DescribeQuorum (leader, epoch, each voter's end offset and last fetch) in `quorum`.
+with the controller quorum's DescribeQuorum (leader, epoch, each voter's end offset and last fetch) in `quorum`
+and the broker registrations (DescribeCluster: fenced and unfenced brokers) in `brokers`.
 
 It reads through the harness-only listener, so client-link faults do not blind it. Fields it cannot read in a
 sample (a leaderless partition's high watermark, a quorum with no leader) are written as null.
@@ -13,7 +14,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FuturesTimeout
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import orjson
 from confluent_kafka import Consumer, KafkaException, TopicPartition
@@ -48,6 +49,11 @@ class Observer:
         # samples (a stuck reader is abandoned and a fresh one used for the next sample).
         pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="observer-read")
         self._reader = StateReader(self.bootstrap, timeout_ms=1500)
+        # Registrations on a reader of their own, one read at a time: a read stuck on a dead broker delays
+        # only them (a sample carries the newest one that finished, with its own time), never the partitions.
+        self._registrations_reader = StateReader(self.bootstrap, timeout_ms=1500)
+        self._registrations_f: Future[tuple[dict[str, list[int]] | None, int]] | None = None
+        self._registrations: dict[str, Any] | None = None
         with self.path.open("ab") as out:
             try:
                 while not self._stop.wait(self.interval_s):
@@ -55,6 +61,7 @@ class Observer:
             finally:
                 consumer.close()
                 self._reader.close()
+                self._registrations_reader.close()
                 pool.shutdown(wait=False, cancel_futures=True)
 
     def _read(self, future: Future[T], reader: StateReader | None = None, timeout_s: float = 2.0) -> T | None:
@@ -74,6 +81,19 @@ class Observer:
         """The partition states and when they were read: the sample's time, however long the other reads take."""
         states = reader.describe(self.topic, attempts=1)
         return states, self.clock()
+
+    def _registered(self) -> tuple[dict[str, list[int]] | None, int]:
+        return self._registrations_reader.registrations(), self.clock()
+
+    def _latest_registrations(self, pool: ThreadPoolExecutor) -> dict[str, Any] | None:
+        """The newest finished registrations read (with its `time`), and a new read started if none is running."""
+        f = self._registrations_f
+        if f is None or f.done():
+            if f is not None and f.exception() is None:
+                value, time_ns = f.result()
+                self._registrations = {**value, "time": time_ns} if value is not None else None
+            self._registrations_f = pool.submit(self._registered)
+        return self._registrations
 
     def _watermarks(self, consumer: Consumer) -> dict[int, int | None]:
         marks: dict[int, int | None] = {}
@@ -96,6 +116,7 @@ class Observer:
         quorum = self._read(quorum_f, reader, max(0.0, deadline - time.monotonic()))
         controller = quorum["leader"] if quorum else None
         marks = self._read(marks_f, None, max(0.0, deadline - time.monotonic())) or {}
+        brokers = self._latest_registrations(pool)
         if described is None:
             return  # nothing was read: a sample of nulls would read as "no leader"
         states = {s.partition: s for s in described[0]}
@@ -116,6 +137,7 @@ class Observer:
                 "hw": hw,
                 "controller": controller,
                 "quorum": quorum,  # DescribeQuorum: leader, epoch, voters' end offsets and last fetch (ms)
+                "brokers": brokers,  # DescribeCluster: {"unfenced", "fenced", "time"} (its own read time)
             }))
         out.write(b"\n".join(lines) + b"\n")  # type: ignore[attr-defined]
         out.flush()  # type: ignore[attr-defined]

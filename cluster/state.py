@@ -141,6 +141,14 @@ class StateReader:
         """DescribeQuorum of the metadata log (KIP-595/KIP-853): see `quorum_of`."""
         return quorum_of(self._call("_describe_metadata_quorum"))
 
+    def registrations(self) -> dict[str, list[int]] | None:
+        """The brokers registered with the controller, fenced or not, as the answering broker's metadata has
+        them: DescribeCluster v2 with `include_fenced_brokers` (KIP-1073, Kafka 4.0+); see `registrations_of`."""
+        return registrations_of(self._call("_describe_cluster", attempts=1))
+
+    def _describe_cluster(self) -> Any:
+        return self._client().describe_cluster()
+
     # --- transaction coordinator (issue 14: the `txn-coordinator` fault target) ---
     def txn_coordinator(self, transactional_id: str) -> int | None:
         return self._call("_find_txn_coordinator", transactional_id)  # type: ignore[no-any-return]
@@ -263,6 +271,17 @@ def quorum_of(response: Any) -> dict[str, Any] | None:
                 ],
             }
     return None
+
+
+def registrations_of(response: Any) -> dict[str, list[int]] | None:
+    """`{"unfenced": [ids], "fenced": [ids]}` from a DescribeCluster response (kafka-python's dict); None without
+    a broker list. A broker that has not registered (or whose registration the controller removed) is in neither."""
+    brokers = (response or {}).get("brokers")
+    if not isinstance(brokers, list):
+        return None
+    ids = [(int(b["broker_id"]), bool(b.get("is_fenced", False))) for b in brokers if "broker_id" in b]
+    return {"unfenced": sorted(i for i, fenced in ids if not fenced),
+            "fenced": sorted(i for i, fenced in ids if fenced)}
 
 
 def quorum_leader(bootstrap: str) -> int | None:

@@ -53,6 +53,12 @@ def test_leader_kill_recovers_within_the_prediction(chaos_run) -> None:
     victim = next(w for w in result.results["faults"]["windows"] if w["f"] == "kill")["nodes"][0]
     fenced = [e for e in cluster_events(result) if e["kind"] == "broker-fenced" and f"broker {victim}" in e["text"]]
     assert fenced, "the node logs show the controller fencing the killed leader"
+    # the observer's DescribeCluster samples agree: the victim registered and unfenced, then fenced while dead,
+    # then unfenced again after its restart
+    registrations = [s["brokers"] for s in samples(result) if s.get("brokers")]
+    sides = [victim in b["fenced"] for b in registrations]
+    assert registrations and victim in registrations[0]["unfenced"], registrations[:1]
+    assert True in sides and sides[-1] is False, "fenced during the kill, unfenced by the end"
     assert result.results["violations"] == []
 
 

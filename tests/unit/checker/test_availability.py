@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pyarrow as pa
 import pytest
 from checker_histories import K1, History, K
@@ -172,6 +173,24 @@ def test_timeouts_come_from_the_run_config_and_profiles() -> None:
     assert "broker.session.timeout.ms" not in fast_test_settings(3, "kafka-defaults")
 
 
+def test_the_kafka_defaults_profile_gives_the_client_its_own_timeouts_unless_the_workload_sets_them() -> None:
+    fast = parse_scenario({"name": "t"}).workload
+    assert (fast.request_timeout_ms, fast.delivery_timeout_ms) == (5000, 15000)
+    defaults = parse_scenario({"name": "t", "cluster": {"timeouts": "kafka-defaults"}})
+    assert (defaults.workload.request_timeout_ms, defaults.workload.delivery_timeout_ms) == (30000, 300000)
+    chosen = parse_scenario({"name": "t", "cluster": {"timeouts": "kafka-defaults"},
+                             "workload": {"request_timeout_ms": 7000}}).workload
+    assert (chosen.request_timeout_ms, chosen.delivery_timeout_ms) == (7000, 300000)
+    # a campaign axis over the profile: the derived client timeouts follow the override, both ways
+    assert defaults.with_overrides(**{"cluster.timeouts": "fast"}).workload.request_timeout_ms == 5000
+    assert parse_scenario({"name": "t"}).with_overrides(
+        **{"cluster.timeouts": "kafka-defaults"}).workload.delivery_timeout_ms == 300000
+    # what the run records (results.json's config) carries the values the clients used
+    assert defaults.model_dump()["workload"]["request_timeout_ms"] == 30000
+    timeouts = Timeouts.from_config({**CONFIG, "workload": defaults.model_dump()["workload"]})
+    assert timeouts.request_timeout_s == 30.0
+
+
 @pytest.mark.parametrize(("table", "value", "says"), [
     ("expect", {"max_unavailable_s": -1}, "expect.max_unavailable_s"),
     ("expect", {"max_unavailable_s": "soon"}, "expect.max_unavailable_s"),
@@ -200,3 +219,32 @@ def test_check_run_writes_availability_and_expect_fails_the_run(tmp_path: Path) 
     assert avail["share"] < 1
     assert any(w["kind"] == "send" and w["key"] == K for w in avail["windows"])
     assert [v["name"] for v in result["violations"]] == [FINDING, FINDING]  # the key's and the whole run's
+
+
+def test_without_node_logs_fencing_comes_from_the_sampled_registrations(tmp_path: Path) -> None:
+    h = History(run_start=CONFIG)
+    for v in range(5):
+        h.send(v, K, v, v)
+    stall = h.time
+    h.event(9, "invoke", "send", [["send", K, 9]])
+    h.time += 4 * S
+    h.event(9, "ok", "send", [["send", K, [9, 9]]])
+    h.poll(1, {K: [(o, o) for o in range(5)] + [(9, 9)]})
+    h.drain()
+    run = h.write(tmp_path / "run")
+    assert not (run / "logs").exists()
+
+    def sample(t: int, fenced: list[int], read_at: int) -> bytes:
+        brokers = {"unfenced": sorted({1, 2, 3} - set(fenced)), "fenced": fenced, "time": read_at}
+        return orjson.dumps({"time": t, "key": K, "leader": 1, "isr": [1, 2, 3], "brokers": brokers}) + b"\n"
+
+    (run / "state.jsonl").write_bytes(
+        sample(stall, [], stall) + sample(stall + S, [], stall)  # the same read repeated: no event
+        + sample(stall + 2 * S, [2], stall + 2 * S) + sample(stall + 5 * S, [], stall + 5 * S))
+    result = check_run(run, write=True)
+    window = next(w for w in result["availability"]["windows"] if w["key"] == K and w["kind"] == "send")
+    assert any(c.startswith(f"{(stall + 2 * S) / S:.1f}s node 2: broker 2 fenced (DescribeCluster")
+               for c in window["causes"]), window["causes"]
+    events = [orjson.loads(line) for line in (run / "events.jsonl").read_bytes().splitlines()]
+    assert [(e["kind"], e["node"], e["source"]) for e in events] == [
+        ("broker-fenced", 2, "observer"), ("broker-unfenced", 2, "observer")]
