@@ -223,11 +223,14 @@ def judge_gap(gap: Gap, faults: FaultSummary, t: Timeouts, topo: Topology, view:
         at = view.before(w.start, gap.key)
         hit_leader = None if at is None or at[0] is None else at[0] in w.nodes
         hit_quorum = None if at is None or at[1] is None else at[1] in w.nodes
-        # a fault that blocks writes by itself (or with the faults open in the window) is bounded from its
-        # heal, also for a window that starts after the heal (the restarted nodes' recovery)
-        own_links = set(w.nodes) if w.f in LINK_BLOCKING else set()
-        blocking = expected_unavailability(impaired | impaired_by(w.f, w.nodes, w.value, everyone), topo, replicas,
-                                           links | own_links, leaders[0] if leaders else None)
+        # a fault that blocks writes by itself or with the faults open at the same time as it is bounded from
+        # its heal, also for a window that starts after the heal (the restarted nodes' recovery). Only faults
+        # open together count: a kill healed before a later isolation did not take the quorum with it.
+        together = faults.active(w.start, faults.end_time if w.end is None else w.end)
+        together_impaired = set().union(*(impaired_by(o.f, o.nodes, o.value, everyone) for o in together))
+        together_links = set().union(*(set(o.nodes) for o in together if o.f in LINK_BLOCKING))
+        blocking = expected_unavailability(together_impaired, topo, replicas, together_links,
+                                           leaders[0] if leaders else None)
         p = predict(f, t, hit_leader=hit_leader, hit_quorum_leader=hit_quorum, expected=blocking)
         if p.deadline_s is None:
             unbounded = True

@@ -155,6 +155,21 @@ def test_recovery_after_a_quorum_loss_heal_is_bounded_from_the_heal() -> None:
     assert w["fault_details"][0]["predicted_after"] == "heal" and w["finding"] is None
 
 
+def test_a_kill_healed_before_a_later_isolation_does_not_make_it_a_quorum_loss() -> None:
+    # the demo's shape: a kill of node 2 healed at 21 s, then node 3 isolated at 28.7 s; a window at 28.1 s
+    t = sends(*steady(K, 0, 28), (K, 28.1, 31.0, "ok"), *steady(K, 31.1, 50))
+    faults = (fault("kill", (2,), 13.1, 21.0), fault("partition", (3,), 28.7, 36.6, heal="heal"))
+    a = availability(t, polls(), FaultSummary(faults, 51 * S), config=CONFIG)
+    (w,) = [w for w in a["windows"] if w["key"] == K]
+    assert w["expected"] == []
+    kill, partition = w["fault_details"]
+    assert kill["predicted_after"] == "start", "alone, one dead broker of three never blocked writes"
+    assert partition["predicted_after"] == "start"
+    alone = availability(t, polls(), FaultSummary(faults[1:], 51 * S), config=CONFIG)
+    (w_alone,) = [w for w in alone["windows"] if w["key"] == K]
+    assert w["predicted_s"] == w_alone["predicted_s"], "the healed kill does not loosen the isolation's bound"
+
+
 def test_expected_reasons() -> None:
     topo = Topology.from_config(CONFIG)
     assert expected_unavailability({2}, topo, (1, 2, 3)) == ()
