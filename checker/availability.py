@@ -40,6 +40,7 @@ from kafka_chaos.reference_model.availability import (
     baseline_s,
     expected_unavailability,
     impaired_by,
+    node_link_blocked,
     predict,
 )
 
@@ -209,17 +210,21 @@ def judge_gap(gap: Gap, faults: FaultSummary, t: Timeouts, topo: Topology, view:
             if w.start <= gap.end and (w.end is None or w.end + reach >= gap.start)]
     impaired: set[int] = set()
     links: set[int] = set()
+    node_links: set[int] = set()
     for w in faults.active(gap.start, gap.end):
         impaired |= impaired_by(w.f, w.nodes, w.value, everyone)
+        node_links |= node_link_blocked(w.f, w.nodes, w.value)
         if w.f in LINK_BLOCKING:
             links |= set(w.nodes)
     leaders = view.before(gap.start, gap.key)
-    expected = expected_unavailability(impaired, topo, replicas, links, leaders[0] if leaders else None)
+    expected = expected_unavailability(impaired, topo, replicas, links, leaders[0] if leaders else None, node_links)
     details = []
     deadline: float | None = None
     unbounded = False
     for w in near:
-        f = Fault(w.f, w.nodes, w.start / NS, None if w.end is None else w.end / NS)
+        selector = w.value.get("selector") if isinstance(w.value, dict) else None
+        f = Fault(w.f, w.nodes, w.start / NS, None if w.end is None else w.end / NS,
+                  selector if isinstance(selector, str) else None if selector is None else "pairs")
         at = view.before(w.start, gap.key)
         hit_leader = None if at is None or at[0] is None else at[0] in w.nodes
         hit_quorum = None if at is None or at[1] is None else at[1] in w.nodes
@@ -229,8 +234,9 @@ def judge_gap(gap: Gap, faults: FaultSummary, t: Timeouts, topo: Topology, view:
         together = faults.active(w.start, faults.end_time if w.end is None else w.end)
         together_impaired = set().union(*(impaired_by(o.f, o.nodes, o.value, everyone) for o in together))
         together_links = set().union(*(set(o.nodes) for o in together if o.f in LINK_BLOCKING))
+        together_node_links = set().union(*(node_link_blocked(o.f, o.nodes, o.value) for o in together))
         blocking = expected_unavailability(together_impaired, topo, replicas, together_links,
-                                           leaders[0] if leaders else None)
+                                           leaders[0] if leaders else None, together_node_links)
         p = predict(f, t, hit_leader=hit_leader, hit_quorum_leader=hit_quorum, expected=blocking)
         if p.deadline_s is None:
             unbounded = True

@@ -29,6 +29,7 @@ from kafka_chaos.cluster.images import BASE_IMAGE, TOXIPROXY_IMAGE, require_imag
 from kafka_chaos.cluster.labels import ROLE_LABEL, RUN_LABEL, new_run_id, remove_labelled
 from kafka_chaos.cluster.logs import client_logger
 from kafka_chaos.cluster.node import KafkaNode
+from kafka_chaos.cluster.node_links import LinkProxies
 from kafka_chaos.cluster.spec import ClusterSpec
 from kafka_chaos.cluster.state import PartitionState, describe_partitions, forget, quorum_leader
 from kafka_chaos.cluster.toxiproxy import Toxiproxy
@@ -60,6 +61,7 @@ class KafkaCluster:
         self.was_partitioned = False
         """Set by any iptables partition; a shared pool replaces such a cluster rather than reuse it."""
         self.toxiproxy: Toxiproxy | None = None
+        self.link_proxies: LinkProxies | None = None
         self.nodes: dict[int, KafkaNode] = {}
         if self.spec.controllers:
             for i in self.spec.controller_ids():
@@ -85,7 +87,7 @@ class KafkaCluster:
         """Start every node and wait until ready; a partial start is removed before the error is raised."""
         require_image(self.client, self.spec.image)
         require_image(self.client, BASE_IMAGE)
-        if self.spec.toxiproxy:
+        if self.spec.toxiproxy or self.spec.link_proxies:
             require_image(self.client, TOXIPROXY_IMAGE)
         if self.spec.volatile_disks:
             problems = missing_requirements(engine_url())
@@ -98,6 +100,9 @@ class KafkaCluster:
             if self.spec.toxiproxy:
                 self.toxiproxy = Toxiproxy(self)
                 self.toxiproxy.start(self._network)
+            if self.spec.link_proxies:
+                self.link_proxies = LinkProxies(self)
+                self.link_proxies.start(self._network)
             for node in self.nodes.values():
                 node.create(self._network)
             self.wait_ready()
@@ -115,6 +120,8 @@ class KafkaCluster:
             node.remove()
         if self.toxiproxy is not None:
             self.toxiproxy.remove()
+        if self.link_proxies is not None:
+            self.link_proxies.remove()
         remove_labelled(self.client, self.run_id)
         remove_disks(self.run_id)
 
@@ -148,6 +155,8 @@ class KafkaCluster:
             node.heal()
         if self.toxiproxy is not None:
             self.toxiproxy.reset()
+        if self.link_proxies is not None:
+            self.link_proxies.heal_all()
         self.wait_ready(timeout_s)
 
     # -- access --------------------------------------------------------------------------------------------

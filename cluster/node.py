@@ -85,11 +85,17 @@ class KafkaNode:
             raise ClusterError(f"{self!r} has not been created")
         return self._container.get_wrapped_container()
 
+    @property
+    def internal_port(self) -> int:
+        """Its inter-broker listener's port (per node with link proxies: cluster.node_links)."""
+        return settings.internal_port(self.node_id, self.cluster.spec.link_proxies)
+
     # -- configuration -------------------------------------------------------------------------------------
 
     def server_properties(self) -> dict[str, str]:
         spec = self.cluster.spec
-        voters = ",".join(f"{i}@node-{i}:{settings.CONTROLLER_PORT}" for i in spec.controller_ids())
+        proxied = spec.link_proxies
+        voters = ",".join(f"{i}@node-{i}:{settings.controller_port(i, proxied)}" for i in spec.controller_ids())
         roles = {"combined": "broker,controller", "broker": "broker", "controller": "controller"}[self.role]
         props: dict[str, str] = {
             "process.roles": roles,
@@ -101,8 +107,9 @@ class KafkaNode:
         listeners, advertised, protocols = [], [], ["CONTROLLER:PLAINTEXT"]
         if self.is_broker:
             advertised_client = self.proxy_port if spec.toxiproxy else self.client_port
-            listeners += [f"CLIENT://0.0.0.0:{settings.CLIENT_PORT}", f"INTERNAL://0.0.0.0:{settings.INTERNAL_PORT}"]
-            advertised += [f"CLIENT://127.0.0.1:{advertised_client}", f"INTERNAL://{self.alias}:{settings.INTERNAL_PORT}"]
+            internal = self.internal_port
+            listeners += [f"CLIENT://0.0.0.0:{settings.CLIENT_PORT}", f"INTERNAL://0.0.0.0:{internal}"]
+            advertised += [f"CLIENT://127.0.0.1:{advertised_client}", f"INTERNAL://{self.alias}:{internal}"]
             protocols += ["CLIENT:PLAINTEXT", "INTERNAL:PLAINTEXT"]
             if self.direct_port:
                 listeners.append(f"DIRECT://0.0.0.0:{settings.DIRECT_PORT}")
@@ -110,9 +117,10 @@ class KafkaNode:
                 protocols.append("DIRECT:PLAINTEXT")
             props["inter.broker.listener.name"] = "INTERNAL"
         if self.is_controller:
-            listeners.append(f"CONTROLLER://0.0.0.0:{settings.CONTROLLER_PORT}")
+            controller = settings.controller_port(self.node_id, proxied)
+            listeners.append(f"CONTROLLER://0.0.0.0:{controller}")
             if self.role == "combined":
-                advertised.append(f"CONTROLLER://{self.alias}:{settings.CONTROLLER_PORT}")
+                advertised.append(f"CONTROLLER://{self.alias}:{controller}")
         props["listeners"] = ",".join(listeners)
         if advertised:
             props["advertised.listeners"] = ",".join(advertised)
@@ -156,6 +164,9 @@ class KafkaNode:
                 labels=labels,
                 hostname=self.alias,
                 entrypoint=[],
+                # link proxies: every peer's name resolves to this node's own proxy side-car, which forwards
+                # each of its ports to that peer (cluster.node_links); kept across restarts of the container
+                extra_hosts=self.cluster.link_proxies.hosts_for(self.node_id) if self.cluster.link_proxies else None,
             )
         )
         if self.disk is not None:

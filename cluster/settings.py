@@ -20,6 +20,18 @@ CLIENT_PORT = 9092  # advertised to clients as 127.0.0.1:<host port>
 INTERNAL_PORT = 19092  # inter-broker, by network alias
 CONTROLLER_PORT = 9093  # KRaft quorum, by network alias
 DIRECT_PORT = 9094  # harness-only listener that bypasses Toxiproxy (admin, observer)
+# With link proxies each node has ports of its own (a node's proxy side-car listens on one address for every peer,
+# so the peers cannot share a port): inter-broker 20000 + id, controller 21000 + id.
+LINK_INTERNAL_PORT_BASE = 20000
+LINK_CONTROLLER_PORT_BASE = 21000
+
+
+def internal_port(node_id: int, link_proxies: bool) -> int:
+    return LINK_INTERNAL_PORT_BASE + node_id if link_proxies else INTERNAL_PORT
+
+
+def controller_port(node_id: int, link_proxies: bool) -> int:
+    return LINK_CONTROLLER_PORT_BASE + node_id if link_proxies else CONTROLLER_PORT
 
 
 # The `[cluster] timeouts` profiles. fast: a dead broker leaves the ISR and loses its leaderships in seconds

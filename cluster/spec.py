@@ -24,6 +24,8 @@ class ClusterSpec(BaseModel):
     kafka_version: str = DEFAULT_KAFKA_VERSION
     official_image: bool = False
     toxiproxy: bool = False
+    link_proxies: bool = Field(False, description="every link between nodes through a proxy of its own, so link "
+                                                  "faults (link-*) can degrade it; plain runs keep direct links")
     volatile_disks: str | None = Field(
         None, pattern=r"^(unsynced|last:\d+(\.\d+)?\s*s)$",
         description="each node's data on a disk that a power-loss fault can take unsynced writes from: "

@@ -12,12 +12,14 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kafka_chaos.cluster.links import LinkFaults, LinkKind
+from kafka_chaos.faults.node_links import links_of
 from kafka_chaos.faults.partitions import Shape, grudge
 from kafka_chaos.faults.registry import KINDS
 from kafka_chaos.faults.targets import Cluster
 
 NODE_FAULTS = tuple(k for k, info in KINDS.items() if info.family == "process")
 LINK_FAULTS = tuple(k for k, info in KINDS.items() if info.family == "client-link")
+NODE_LINK_FAULTS = tuple(k for k, info in KINDS.items() if info.family == "node-link")
 HEAL_NAMES = {k: info.heal for k, info in KINDS.items()}
 
 
@@ -133,3 +135,34 @@ class LinkFault:
         for n in nodes:
             self.links.heal(n)
         return {"nodes": nodes}
+
+
+@dataclass
+class NodeLinkFault:
+    """A Toxiproxy toxic, a cut or a flap on links between nodes (faults.node_links picks them from the selector;
+    `proxies` is the cluster's cluster.node_links.LinkProxies)."""
+
+    name: str
+    proxies: Any
+    params: dict[str, Any]
+
+    def __post_init__(self) -> None:
+        self._links: list[Any] = []
+
+    def start(self, nodes: list[int]) -> dict[str, Any]:
+        selector = self.params.get("links", "replication")
+        direction = self.params.get("direction", "both")
+        self._links = links_of(selector, nodes, self.proxies.brokers, self.proxies.controllers, direction)
+        options = {k: v for k, v in self.params.items() if k in ("latency_ms", "jitter_ms", "rate_kbps", "period_ms")}
+        applied = self.proxies.apply(self.name, self._links, **options)
+        touched = nodes if selector in ("replication", "controller") else sorted(
+            {n for link in self._links for n in (link.source, link.dest)})
+        return {"nodes": touched, "selector": selector, "direction": direction,
+                "links": [link.as_list() for link in self._links], **applied}
+
+    def heal(self, nodes: list[int]) -> dict[str, Any]:
+        if self._links:
+            self.proxies.heal(self._links)
+        else:  # the fault failed before it knew its links: undo every link fault
+            self.proxies.heal_all()
+        return {"nodes": nodes, "links": [link.as_list() for link in self._links]}

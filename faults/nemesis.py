@@ -22,9 +22,11 @@ from kafka_chaos.faults.kinds import (
     HEAL_NAMES,
     LINK_FAULTS,
     NODE_FAULTS,
+    NODE_LINK_FAULTS,
     Fault,
     LinkFault,
     NodeFault,
+    NodeLinkFault,
     PartitionFault,
     PowerLoss,
 )
@@ -76,6 +78,11 @@ class Nemesis:
             if self.links is None:
                 raise RuntimeError(f"{p.kind} needs Toxiproxy (cluster.toxiproxy = true)")
             return LinkFault(p.kind, self.links, p.params)  # type: ignore[arg-type]  # narrowed by LINK_FAULTS
+        if p.kind in NODE_LINK_FAULTS:
+            proxies = getattr(self.cluster, "link_proxies", None)
+            if proxies is None:
+                raise RuntimeError(f"{p.kind} needs proxies on the links between nodes (cluster.link_proxies = true)")
+            return NodeLinkFault(p.kind, proxies, p.params)
         raise ValueError(f"unknown fault kind {p.kind!r}")
 
     def start(self) -> None:
@@ -100,7 +107,8 @@ class Nemesis:
         self.recorder.record("nemesis", "invoke", p.kind, {"target": p.target, "shape": p.shape}
                              if p.kind == "partition" else {"target": p.target})
         try:
-            brokers_only = p.kind in NODE_FAULTS or p.kind in LINK_FAULTS
+            brokers_only = (p.kind in NODE_FAULTS or p.kind in LINK_FAULTS
+                            or (p.kind in NODE_LINK_FAULTS and p.params.get("links") == "replication"))
             nodes = self._resolve_live(p, brokers_only)
             self.fired[i] = nodes
             fault = self._fault(p)

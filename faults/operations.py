@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from kafka_chaos.cluster import settings
 from kafka_chaos.cluster.images import kafka_image
 
 if TYPE_CHECKING:  # types only: faults never import the harness at run time
@@ -174,7 +173,7 @@ class OperationRunner:
     def _upgrade_features(self, node_id: int, op: OperationSpec) -> list[dict[str, Any]]:
         """kafka-features.sh on an upgraded broker, as an operator would run it; each command and its output kept."""
         node = self.cluster.node(node_id)
-        base = ["kafka-features.sh", "--bootstrap-server", f"{node.alias}:{settings.INTERNAL_PORT}"]
+        base = ["kafka-features.sh", "--bootstrap-server", f"{node.alias}:{node.internal_port}"]
         commands = []
         if op.release_version:
             commands.append([*base, "upgrade", "--release-version", op.release_version])

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from typing import Literal, get_args
 
 FaultKind = Literal["kill", "power-loss", "stop", "pause", "partition", "latency", "bandwidth", "timeout",
-                    "reset_peer", "link-down"]
-Family = Literal["process", "network", "client-link", "operation"]
-Need = Literal["toxiproxy", "volatile-disks"]
+                    "reset_peer", "link-down", "link-latency", "link-bandwidth", "link-timeout", "link-reset",
+                    "link-slicer", "link-cut", "link-flap"]
+Family = Literal["process", "network", "client-link", "node-link", "operation"]
+Need = Literal["toxiproxy", "volatile-disks", "link-proxies"]
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,10 @@ def _link(name: str, description: str, colour: str) -> FaultKindInfo:
     return FaultKindInfo(name, "heal-link", "client-link", description, colour, frozenset({"toxiproxy"}))
 
 
+def _node_link(name: str, description: str, colour: str) -> FaultKindInfo:
+    return FaultKindInfo(name, "heal-links", "node-link", description, colour, frozenset({"link-proxies"}))
+
+
 KINDS: dict[str, FaultKindInfo] = {
     info.name: info
     for info in (
@@ -52,6 +57,14 @@ KINDS: dict[str, FaultKindInfo] = {
         _link("timeout", "client link black-holed: data dropped, connections hang", "#8c564b"),
         _link("reset_peer", "client connections reset (TCP RST)", "#e377c2"),
         _link("link-down", "client proxy disabled: connections refused", "#7f7f7f"),
+        # links between nodes (faults.node_links selects which; cluster.node_links proxies each one)
+        _node_link("link-latency", "links between nodes delayed (latency ± jitter)", "#8c6d31"),
+        _node_link("link-bandwidth", "links between nodes throttled", "#6b6ecf"),
+        _node_link("link-timeout", "links between nodes black-holed: data dropped, connections hang", "#843c39"),
+        _node_link("link-reset", "connections between nodes reset (TCP RST)", "#d6616b"),
+        _node_link("link-slicer", "data between nodes cut into small delayed slices", "#9c9ede"),
+        _node_link("link-cut", "links between nodes down: connections closed and refused", "#393b79"),
+        _node_link("link-flap", "links between nodes down and up every period_ms", "#637939"),
     )
 }
 assert set(KINDS) == set(get_args(FaultKind)), "FaultKind and KINDS must name the same kinds"

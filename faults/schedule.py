@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kafka_chaos.faults.node_links import Direction, Selector
 from kafka_chaos.faults.partitions import Shape
 from kafka_chaos.faults.registry import FaultKind
 from kafka_chaos.faults.targets import Target
@@ -32,6 +33,10 @@ class FaultSpec(_Strict):
     latency_ms: int = Field(500, ge=0)
     jitter_ms: int = Field(0, ge=0)
     rate_kbps: int = Field(64, ge=1)
+    # link faults between nodes (link-*: faults.node_links)
+    links: Selector = Field("replication", description="replication, controller, quorum or [[from, to], …]")
+    direction: Direction = Field("both", description="both: the links each way; one-way: only from → to")
+    period_ms: int = Field(1000, ge=50, description="link-flap: down for period_ms, up for period_ms, …")
     # Written into scenario.resolved.toml: the node ids `target` resolved to when the recorded run fired it.
     # A run by rule ignores it; `kafka-chaos run --replay-nodes` aims the fault at these ids instead.
     nodes: list[int] | None = None
@@ -48,6 +53,9 @@ class FaultGenerator(_Strict):
     duration_s: float = Field(5, gt=0)
     latency_ms: int = Field(500, ge=0)
     rate_kbps: int = Field(64, ge=1)
+    links: Selector = "replication"
+    direction: Direction = "both"
+    period_ms: int = Field(1000, ge=50)
 
 
 class FaultsConfig(_Strict):
@@ -97,11 +105,17 @@ class PlannedFault:
 
 
 def _link_params(kind: str, spec: FaultSpec | FaultGenerator, jitter_ms: int = 0) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    if kind.startswith("link-") and kind != "link-down":  # between nodes (link-down is the client link's)
+        params = {"links": spec.links, "direction": spec.direction}
+        kind = kind.removeprefix("link-")
+        if kind == "flap":
+            params["period_ms"] = spec.period_ms
     if kind == "latency":
-        return {"latency_ms": spec.latency_ms, "jitter_ms": jitter_ms}
+        return {**params, "latency_ms": spec.latency_ms, "jitter_ms": jitter_ms}
     if kind == "bandwidth":
-        return {"rate_kbps": spec.rate_kbps}
-    return {}
+        return {**params, "rate_kbps": spec.rate_kbps}
+    return params
 
 
 def plan(config: FaultsConfig, duration_s: float, seed: int) -> list[PlannedFault]:

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from kafka_chaos.cluster.external import NodeControl
 from kafka_chaos.cluster.spec import ClusterSpec
 from kafka_chaos.errors import ScenarioError
+from kafka_chaos.faults.node_links import LinkSelectorError, check_pairs
 from kafka_chaos.faults.operations import OperationSpec, validate_against
 from kafka_chaos.faults.registry import KINDS
 from kafka_chaos.faults.schedule import FaultsConfig
@@ -112,6 +113,21 @@ class Scenario(Strict):
         kinds = self.faults.kinds()
         if kinds & link and not self.cluster.toxiproxy:
             raise ValueError(f"client-link faults {sorted(kinds & link)} need cluster.toxiproxy = true")
+        node_links = sorted(k for k in kinds if "link-proxies" in KINDS[k].needs)
+        if node_links and not self.cluster.link_proxies:
+            raise ValueError(f"faults on links between nodes {node_links} need cluster.link_proxies = true (every "
+                             "link through a proxy of its own)")
+        if self.cluster.link_proxies and "partition" in kinds:
+            raise ValueError("partition drops packets by node address, but with cluster.link_proxies the nodes talk "
+                             'through their proxies: use kind = "link-cut" with links = [[from, to], …] instead')
+        if self.cluster.link_proxies and self.cluster.bootstrap_servers:
+            raise ValueError("cluster.link_proxies needs a cluster kafka-chaos starts; remove it for bootstrap_servers")
+        for i, f in enumerate(self.faults.schedule):
+            if f.kind in node_links and isinstance(f.links, list):
+                try:
+                    check_pairs(f.links, self.cluster.broker_ids(), self.cluster.controller_ids())
+                except LinkSelectorError as e:
+                    raise ValueError(f"faults.schedule[{i}].links: {e}") from None
         disk = {k for k in kinds if "volatile-disks" in KINDS[k].needs}
         if disk and not self.cluster.volatile_disks:
             raise ValueError(f"{', '.join(sorted(disk))} needs the nodes' data on volatile disks: set "

@@ -70,10 +70,26 @@ CLIENT_DEFAULTS_MS = {
     "metadata_refresh_ms": 1000,  # what workloads.producer sets (topic.metadata.refresh.interval.ms)
 }
 
-ExpectedReason = Literal["no-controller-quorum", "below-min-insync", "no-live-isr-member", "client-link-fault"]
+ExpectedReason = Literal["no-controller-quorum", "below-min-insync", "no-live-isr-member", "client-link-fault",
+                         "node-link-fault"]
 PROCESS_DOWN = frozenset({"kill", "power-loss", "stop", "pause"})
 RESTARTS = frozenset({"kill", "power-loss", "stop"})
 LINK_BLOCKING = frozenset({"timeout", "link-down", "reset_peer", "bandwidth"})
+# Links between nodes (faults.node_links): cutting ones stop the connections, slowing ones only delay them.
+NODE_LINK_CUTTING = frozenset({"link-cut", "link-timeout", "link-reset", "link-flap"})
+NODE_LINK_SLOWING = frozenset({"link-latency", "link-bandwidth", "link-slicer"})
+
+
+def node_link_blocked(kind: str, nodes: Collection[int], value: Any = None) -> set[int]:
+    """Brokers whose partitions need not take writes while a link fault is on: the leader whose replication
+    links are cut (its followers cannot fetch, its ISR shrinks to itself: below min.insync, and the controller,
+    which still hears it, has no reason to move its leaderships), or either end of cut `[from, to]` links. A
+    cut between a broker and the controllers is not here: the controller fences it and moves its leaderships,
+    as for an isolated node (`impaired_by`); a cut quorum leaves every leader serving (no ISR change needed)."""
+    if kind not in NODE_LINK_CUTTING:
+        return set()
+    selector = value.get("selector") if isinstance(value, Mapping) else None
+    return set() if selector in ("controller", "quorum") else set(nodes)
 
 
 @dataclass(frozen=True)
@@ -170,6 +186,8 @@ class Fault:
     start_s: float
     end_s: float | None
     """None: not healed within the run."""
+    selector: str | None = None
+    """Link faults between nodes: replication, controller, quorum or pairs (faults.node_links)."""
 
 
 @dataclass(frozen=True)
@@ -190,6 +208,9 @@ def impaired_by(kind: str, nodes: Collection[int], value: Any = None, everyone: 
     cluster."""
     if kind in PROCESS_DOWN:
         return set(nodes)
+    if kind in NODE_LINK_CUTTING:
+        selector = value.get("selector") if isinstance(value, Mapping) else None
+        return set(nodes) if selector == "controller" else set()  # cut from the controller: fenced, like isolated
     if kind == "partition":
         grudge = value.get("grudge") if isinstance(value, Mapping) else None
         if isinstance(grudge, Mapping) and everyone:
@@ -202,7 +223,7 @@ def impaired_by(kind: str, nodes: Collection[int], value: Any = None, everyone: 
 
 def expected_unavailability(
     impaired: Collection[int], topo: Topology, replicas: Collection[int], link_nodes: Collection[int] = (),
-    leader: int | None = None,
+    leader: int | None = None, node_link_nodes: Collection[int] = (),
 ) -> tuple[ExpectedReason, ...]:
     """Why writes to a partition with these replicas need not be available while `impaired` nodes are cut off
     (see the module docstring). `link_nodes`: brokers whose client link is faulty; `leader`: the partition's
@@ -218,6 +239,8 @@ def expected_unavailability(
         reasons.append("below-min-insync")
     if link_nodes and (leader is None or leader in set(link_nodes)):
         reasons.append("client-link-fault")
+    if node_link_nodes and (leader is None or leader in set(node_link_nodes)):
+        reasons.append("node-link-fault")
     return tuple(reasons)
 
 
@@ -254,6 +277,17 @@ def predict(fault: Fault, t: Timeouts, *, hit_leader: bool | None = None, hit_qu
     elif kind == "latency":
         within = t.client_s + t.slack_s
         note = "latency below request.timeout.ms slows sends; it does not stop them"
+    elif kind in NODE_LINK_SLOWING:
+        # a follower that cannot keep up leaves the ISR after replica.lag.time.max.ms; until then acks=all waits
+        within = t.replica_lag_s + t.client_s + t.slack_s
+        note = "a slowed link between nodes: a follower that falls behind leaves the ISR after replica.lag.time.max.ms"
+    elif kind in NODE_LINK_CUTTING and fault.selector == "controller":
+        within = t.session_s + (t.failover_s if controller else 0.0) + t.client_s + t.request_timeout_s + t.slack_s
+        note = ("cut from the controller: fenced after broker.session.timeout.ms; clients may follow its stale "
+                "metadata one more request")
+    elif kind in NODE_LINK_CUTTING:
+        within = t.client_s + t.slack_s
+        note = "links cut where no leadership has to move (a quorum without majority keeps its leaders serving)"
     elif kind in PROCESS_DOWN or kind == "partition":
         detect = t.session_s if leader else min(t.session_s, t.replica_lag_s)
         if hit_leader is None:

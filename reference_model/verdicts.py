@@ -42,6 +42,9 @@ __all__ = ["FaultSummary", "RunConfig", "Verdict", "judge", "unclean_election_ob
 PROCESS_FAULTS = kinds_of("process")
 PROCESS_HEALS = {KINDS[kind].heal: kind for kind in PROCESS_FAULTS}
 LINK_FAULTS = kinds_of("client-link")
+# Faults between nodes: a partition, or links between nodes cut or slowed (faults.node_links). For the model
+# both isolate nodes from their peers (a slowed follower may leave the ISR as an isolated one does).
+NETWORK_FAULTS = frozenset({"partition"}) | kinds_of("node-link")
 MODEL_MAX_RF = 3
 
 
@@ -228,7 +231,7 @@ class FaultSummary:
 
     @property
     def partitioned(self) -> bool:
-        return "partition" in self.kinds
+        return bool(self.kinds & NETWORK_FAULTS)
 
     @property
     def link_faults(self) -> bool:
@@ -237,7 +240,7 @@ class FaultSummary:
     @property
     def replication_faults(self) -> bool:
         """Any fault that can disturb replication (process or network faults between nodes)."""
-        return bool(self.kinds & (PROCESS_FAULTS | {"partition"}))
+        return bool(self.kinds & (PROCESS_FAULTS | NETWORK_FAULTS))
 
     @classmethod
     def from_events(cls, events: Iterable[Mapping[str, Any]]) -> FaultSummary:
@@ -354,9 +357,11 @@ class _Tracker:
             self.down[heals] -= set(nodes) if nodes else self.down[heals]
         elif f == "heal":
             self.cut.clear()
+        elif f == "heal-links":  # links between nodes healed on these nodes
+            self.cut -= set(nodes) if nodes else self.cut
         elif f.startswith("heal"):
             pass  # heal-link and friends: client links only
-        elif f in PROCESS_FAULTS or f == "partition":
+        elif f in PROCESS_FAULTS or f in NETWORK_FAULTS:
             self.kinds.add(f)
             if not nodes:
                 self.unknown_extent = True
@@ -376,8 +381,8 @@ class _Tracker:
         f, nodes = self.windows.pop(window, ("", ()))
         if f in PROCESS_FAULTS:
             self.down[f] -= set(nodes)
-        elif f == "partition":
-            still = {n for g, ns in self.windows.values() if g == "partition" for n in ns}
+        elif f in NETWORK_FAULTS:
+            still = {n for g, ns in self.windows.values() if g in NETWORK_FAULTS for n in ns}
             self.cut = {n for n in self.cut if n in still}
         self._measure()
 
@@ -457,7 +462,7 @@ def _fault_sets(faults: FaultSummary, rf: int) -> list[str]:
 def _describe(faults: FaultSummary) -> str:
     if not faults.replication_faults:
         return "no broker or network fault"
-    kinds = "/".join(sorted(faults.kinds & (PROCESS_FAULTS | {"partition"})))
+    kinds = "/".join(sorted(faults.kinds & (PROCESS_FAULTS | NETWORK_FAULTS)))
     n = faults.max_affected
     plural = "s" if n != 1 else ""
     extent = "nodes whose count was not recorded" if n >= 10**6 else f"at most {n} node{plural}"
