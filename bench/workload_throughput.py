@@ -26,9 +26,9 @@ from kafka_chaos.workloads import ProducerSettings, ProducerWorkload
 def kafka_perf(cluster: KafkaCluster, topic: str, records: int, producer_props: dict[str, str]) -> float:
     node = cluster.brokers[0]
     props = " ".join(f"{k}={v}" for k, v in producer_props.items())
+    bootstrap = ",".join(f"{b.alias}:{b.internal_port}" for b in cluster.brokers)
     cmd = (f"KAFKA_HEAP_OPTS=-Xmx256m kafka-producer-perf-test.sh --topic {topic} --num-records {records} "
-           f"--record-size 100 --throughput -1 --producer-props bootstrap.servers=node-1:19092,node-2:19092,"
-           f"node-3:19092 {props}")
+           f"--record-size 100 --throughput -1 --producer-props bootstrap.servers={bootstrap} {props}")
     code, out = node.container.exec_run(["sh", "-c", cmd])
     text = out.decode(errors="replace") if isinstance(out, bytes) else ""
     m = re.findall(r"([\d.]+) records/sec", text)

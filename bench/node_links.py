@@ -1,0 +1,98 @@
+"""The link proxies' cost (issue 13): kafka-chaos producers (acks=all, RF=3, min.insync=2, idempotence,
+100-byte records, unthrottled, every op recorded) on a 3-node cluster with direct links between nodes and on the
+same cluster shape with every link between nodes through its own proxy (`[cluster] link_proxies = true`,
+cluster/node_links.py), one after the other in the same run (two real clusters never run at once). Clients reach
+the brokers directly in both: only replication and the quorum pass through the proxies. Prints throughput and
+p99 send latency for both and the throughput ratio (target ≥ 0.8).
+
+    .venv/bin/python bench/node_links.py [--seconds 20] [--rounds 2]
+
+Each cluster runs the workload `--rounds` times on a fresh topic and keeps the best round.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import orjson
+from rich.console import Console
+from rich.table import Table
+
+from kafka_chaos.cluster import ClusterSpec, KafkaCluster
+from kafka_chaos.history import History
+from kafka_chaos.workloads import ProducerSettings, ProducerWorkload
+
+
+def one_round(cluster: KafkaCluster, topic: str, seconds: float, producers: int, in_flight: int) -> tuple[float, float]:
+    """(acknowledged sends per second, p99 send latency in ms) over `seconds` after a 2 s warm-up."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "history.jsonl"
+        with History(path) as history:
+            values = itertools.count()
+            workers = [
+                ProducerWorkload(ProducerSettings(cluster.bootstrap_servers(), topic, 3, acks="all", idempotence=True,
+                                                  linger_ms=5, batch_size=16384, record_size=100, rate=0,
+                                                  in_flight=in_flight), history, values, seed=i)
+                for i in range(producers)
+            ]
+            for w in workers:
+                w.start()
+            time.sleep(2)  # warm-up: connections, producer ids
+            t0_ns = history.now()
+            ok0 = sum(w.counts["ok"] for w in workers)
+            t0 = time.monotonic()
+            time.sleep(seconds)
+            ok1 = sum(w.counts["ok"] for w in workers)
+            elapsed = time.monotonic() - t0
+            for w in workers:
+                w.stop(flush_timeout_s=10)
+        invoked: dict[object, int] = {}
+        latencies = []
+        for line in path.read_bytes().splitlines():
+            e = orjson.loads(line)
+            if e.get("f") != "send":
+                continue
+            if e["type"] == "invoke":
+                invoked[e["process"]] = e["time"]
+            elif e["type"] == "ok" and e["process"] in invoked and e["time"] >= t0_ns:
+                latencies.append((e["time"] - invoked.pop(e["process"])) / 1e6)
+        p99 = float(np.percentile(latencies, 99)) if latencies else float("nan")
+        return (ok1 - ok0) / elapsed, p99
+
+
+def best(spec: ClusterSpec, seconds: float, rounds: int, producers: int, in_flight: int) -> tuple[float, float]:
+    with KafkaCluster(spec) as cluster:
+        results = []
+        for i in range(rounds):
+            cluster.create_topic(f"links-{i}", 3, 3, {"min.insync.replicas": "2"})
+            results.append(one_round(cluster, f"links-{i}", seconds, producers, in_flight))
+        return max(results)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seconds", type=float, default=20)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--producers", type=int, default=2)
+    parser.add_argument("--in-flight", type=int, default=64)
+    args = parser.parse_args()
+    console = Console()
+    direct = best(ClusterSpec(nodes=3), args.seconds, args.rounds, args.producers, args.in_flight)
+    proxied = best(ClusterSpec(nodes=3, link_proxies=True), args.seconds, args.rounds, args.producers,
+                   args.in_flight)
+    table = Table(title="kafka-chaos producers, acks=all, RF 3, min.insync 2, 100 B, unthrottled")
+    for column in ("links between nodes", "acknowledged sends/s", "p99 send latency"):
+        table.add_column(column, justify="right")
+    table.add_row("direct", f"{direct[0]:,.0f}", f"{direct[1]:.1f} ms")
+    table.add_row("through link proxies", f"{proxied[0]:,.0f}", f"{proxied[1]:.1f} ms")
+    console.print(table)
+    console.print(f"ratio: {proxied[0] / direct[0]:.2f} (target ≥ 0.8)")
+
+
+if __name__ == "__main__":
+    main()
