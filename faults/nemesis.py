@@ -37,6 +37,11 @@ if TYPE_CHECKING:  # types only: the nemesis never imports the harness at run ti
     from kafka_chaos.harness.testmap import RunContext
 
 
+PLAN_GRACE_S = 60.0
+"""How long the end of a run waits for a plan that runs late (every fault of a plan starts and heals within the
+run's duration when on time)."""
+
+
 class Recorder(Protocol):
     def record(self, process: int | str, type_: str, f: str, value: Any, error: Any = None) -> int: ...
 
@@ -148,8 +153,13 @@ class Nemesis:
             self.errors.append(f"{name}: {err}")
             self.recorder.record("nemesis", "info", name, {"nodes": nodes}, error=[type(err).__name__, str(err)])
 
-    def stop(self) -> None:
-        """End the plan and heal every fault still active (in start order)."""
+    def stop(self, wait_for_plan_s: float = 0.0) -> None:
+        """End the plan and heal every fault still active (in start order). `wait_for_plan_s`: first let a
+        plan that runs behind its times (a slow step delays every later one: the nemesis acts one fault at a
+        time) fire what it has left, for at most that long, so a fault the scenario asked for is not dropped
+        because the run's duration ran out while an earlier step was slow."""
+        if wait_for_plan_s > 0 and self._thread.is_alive():
+            self._thread.join(wait_for_plan_s)
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join()
@@ -176,7 +186,7 @@ class ScheduledNemesis:
 
     def stop(self, ctx: RunContext, *, interrupted: bool) -> None:
         if self._nemesis is not None:
-            self._nemesis.stop()
+            self._nemesis.stop(wait_for_plan_s=0.0 if interrupted else PLAN_GRACE_S)
         if not interrupted:
             with contextlib.suppress(Exception):  # the final read waits for health itself; it has the deadline
                 ctx.cluster.heal_all(timeout_s=90)

@@ -334,6 +334,13 @@ def _target_label(value: Any) -> str:
         for k in ("latency_ms", "latency", "rate", "bandwidth", "direction"):
             if k in value and isinstance(value[k], int | float | str) and not isinstance(value[k], bool):
                 parts.append(f"{k}={value[k]}")
+        links = value.get("links")
+        if isinstance(links, list) and links and all(isinstance(x, list) and len(x) >= 2 for x in links):
+            # links between nodes (faults.node_links): each directed link once, whatever its listeners
+            selector = value.get("selector")
+            pairs = sorted({(a, b) for a, b, *_ in links}, key=str)
+            parts.append((f"{selector}: " if isinstance(selector, str) else "")
+                         + " ".join(f"{a}→{b}" for a, b in pairs))
     if not parts and value not in (None, {}, [], True):
         parts.append(short(value, 40))
     return " ".join(parts)

@@ -184,3 +184,13 @@ def test_the_safety_model_reads_link_faults_as_network_faults() -> None:
     ]
     faults = VerdictFaults.from_events(events)
     assert faults.partitioned and faults.replication_faults and faults.leader_affected is True
+
+
+def test_the_report_labels_a_link_fault_with_its_links() -> None:
+    from kafka_chaos.report.data import _target_label
+
+    value = {"nodes": [3], "selector": "replication", "direction": "one-way", "rate": 4,
+             "links": [[3, 1, "internal"], [3, 2, "internal"]]}
+    assert _target_label(value).endswith("replication: 3→1 3→2")
+    both_listeners = {"nodes": [1, 2], "selector": [[1, 2]], "links": [[1, 2, "internal"], [1, 2, "controller"]]}
+    assert _target_label(both_listeners).endswith(" 1→2"), "one directed link, whatever its listeners"
