@@ -4,7 +4,7 @@ Each node gets a Toxiproxy side-car of its own (`links-<id>`). In the node's con
 (`node-<peer>`) resolves to that side-car (`extra_hosts`, kept across restarts), and the side-car listens on each
 port of each peer (ports are per node with link proxies: cluster.settings.internal_port / controller_port) and
 forwards to the real peer. So the connections node A opens to node B's inter-broker listener pass through A's
-side-car's proxy `A>B:internal` and nothing else does: a toxic there degrades exactly the link A → B
+side-car's proxy `A-to-B-internal` and nothing else does: a toxic there degrades exactly the link A → B
 (faults.node_links.Link). Nodes need no capability; peers are dialled by name at each connection, so a restarted
 peer with a new address is found.
 """
@@ -15,12 +15,11 @@ import contextlib
 import threading
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
-from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
+import requests
 from testcontainers.core.container import DockerContainer
 from testcontainers.core.network import Network
-from toxiproxy import Toxiproxy
 
 from kafka_chaos.cluster import settings
 from kafka_chaos.cluster.images import TOXIPROXY_IMAGE
@@ -61,8 +60,47 @@ API_PORT = 8474
 TOXIC = "kafka-chaos-link"
 
 
+class ToxiproxyAPI:
+    """Toxiproxy's REST API on one side-car. Written here rather than through toxiproxy-python (which the client
+    links use, cluster.links): that library keeps the API's address in a class attribute, so it can talk to one
+    Toxiproxy per process, and here every node has one."""
+
+    def __init__(self, port: int) -> None:
+        self.base = f"http://127.0.0.1:{port}"
+        self.session = requests.Session()
+
+    def _call(self, method: str, path: str, body: Any = None, ok: tuple[int, ...] = (200, 201, 204)) -> Any:
+        response = self.session.request(method, self.base + path, json=body, timeout=5)
+        if response.status_code not in ok:
+            raise ClusterError(f"Toxiproxy {method} {path}: {response.status_code} {response.text.strip()}")
+        return response.json() if response.content else None
+
+    def answering(self) -> bool:
+        try:
+            return self.session.get(self.base + "/version", timeout=1).ok
+        except requests.RequestException:
+            return False
+
+    def populate(self, proxies: list[dict[str, Any]]) -> None:
+        self._call("POST", "/populate", proxies)
+
+    def set_enabled(self, proxy: str, enabled: bool) -> None:
+        self._call("POST", f"/proxies/{proxy}", {"enabled": enabled})
+
+    def add_toxic(self, proxy: str, name: str, type_: str, stream: str, attributes: dict[str, Any]) -> None:
+        self._call("POST", f"/proxies/{proxy}/toxics",
+                   {"name": name, "type": type_, "stream": stream, "toxicity": 1.0, "attributes": attributes})
+
+    def remove_toxic(self, proxy: str, name: str) -> None:
+        self._call("DELETE", f"/proxies/{proxy}/toxics/{name}", ok=(200, 204, 404))
+
+    def reset(self) -> None:
+        self._call("POST", "/reset")
+
+
 def proxy_name(link: Link) -> str:
-    return f"{link.source}>{link.dest}:{link.listener}"
+    """`3-to-1-internal`: node 3's connections to node 1's inter-broker listener (safe in the API's URLs)."""
+    return f"{link.source}-to-{link.dest}-{link.listener}"
 
 
 class LinkProxies:
@@ -76,7 +114,7 @@ class LinkProxies:
         self.api_ports = {n: free_port() for n in self.node_ids}
         self._containers: dict[int, DockerContainer] = {}
         self._ips: dict[int, str] = {}
-        self._servers: dict[int, Toxiproxy] = {}
+        self._servers: dict[int, ToxiproxyAPI] = {}
         self._flapping: dict[Link, threading.Event] = {}
 
     def container_name(self, node_id: int) -> str:
@@ -106,20 +144,18 @@ class LinkProxies:
             bind_loopback(c, API_PORT, self.api_ports[n])
             self._containers[n] = c
             c.start()
-            server = Toxiproxy()
-            server.update_api_consumer("127.0.0.1", self.api_ports[n])
-            self._servers[n] = server
+            self._servers[n] = ToxiproxyAPI(self.api_ports[n])
         for n, server in self._servers.items():
-            Wait(f"link proxies of node {n}", 30).until(partial(_answering, server))
+            Wait(f"link proxies of node {n}", 30).until(server.answering)
             wrapped = self._containers[n].get_wrapped_container()
             wrapped.reload()
             nets = wrapped.attrs["NetworkSettings"]["Networks"]
             net = nets.get(self.cluster.network_name) or next(iter(nets.values()))
             self._ips[n] = str(net["IPAddress"])
-        for link in self.all_links():
-            port = self.port(link.dest, link.listener)
-            self._servers[link.source].create(name=proxy_name(link), listen=f"0.0.0.0:{port}",
-                                              upstream=f"node-{link.dest}:{port}", enabled=True)
+        for n, server in self._servers.items():
+            server.populate([{"name": proxy_name(link), "listen": f"0.0.0.0:{self.port(link.dest, link.listener)}",
+                              "upstream": f"node-{link.dest}:{self.port(link.dest, link.listener)}", "enabled": True}
+                             for link in self.all_links() if link.source == n])
 
     def hosts_for(self, node_id: int) -> dict[str, str]:
         """The node's extra /etc/hosts entries: every peer's name → this node's side-car."""
@@ -136,11 +172,11 @@ class LinkProxies:
 
     # -- faults --------------------------------------------------------------------------------------------
 
-    def _proxy(self, link: Link) -> Any:
-        proxy = self._servers[link.source].get_proxy(proxy_name(link))
-        if proxy is None:
-            raise ClusterError(f"no proxy for link {proxy_name(link)}")
-        return proxy
+    def _server(self, link: Link) -> ToxiproxyAPI:
+        server = self._servers.get(link.source)
+        if server is None:
+            raise ClusterError(f"no link proxies for node {link.source}")
+        return server
 
     def apply(self, kind: str, links: Iterable[Link], *, latency_ms: int = 500, jitter_ms: int = 0,
               rate_kbps: int = 64, period_ms: int = 1000) -> dict[str, Any]:
@@ -148,7 +184,7 @@ class LinkProxies:
         links = list(links)
         if kind == "link-cut":
             for link in links:
-                self._proxy(link).disable()  # closes its connections and refuses new ones
+                self._server(link).set_enabled(proxy_name(link), False)  # closes its connections, refuses new ones
             return {"enabled": False}
         if kind == "link-flap":
             for link in links:
@@ -156,9 +192,8 @@ class LinkProxies:
             return {"period_ms": period_ms}
         toxic, attributes = _toxic(kind, latency_ms=latency_ms, jitter_ms=jitter_ms, rate_kbps=rate_kbps)
         for link in links:
-            proxy = self._proxy(link)
             for stream in ("upstream", "downstream"):
-                proxy.add_toxic(type=toxic, stream=stream, name=f"{TOXIC}-{stream}", attributes=attributes)
+                self._server(link).add_toxic(proxy_name(link), f"{TOXIC}-{stream}", toxic, stream, attributes)
         return {"toxic": toxic, **attributes}
 
     def heal(self, links: Iterable[Link]) -> None:
@@ -166,11 +201,10 @@ class LinkProxies:
             stop = self._flapping.pop(link, None)
             if stop is not None:
                 stop.set()
-            proxy = self._proxy(link)
+            server = self._server(link)
             for stream in ("upstream", "downstream"):
-                if proxy.get_toxic(f"{TOXIC}-{stream}") is not None:
-                    proxy.destroy_toxic(f"{TOXIC}-{stream}")
-            proxy.enable()
+                server.remove_toxic(proxy_name(link), f"{TOXIC}-{stream}")
+            server.set_enabled(proxy_name(link), True)
 
     def heal_all(self) -> None:
         self.stop_flapping()
@@ -187,23 +221,19 @@ class LinkProxies:
         """Down for a period, up for a period, … until healed; each down closes the link's connections."""
         stop = threading.Event()
         self._flapping[link] = stop
-        proxy = self._proxy(link)
+        server, name = self._server(link), proxy_name(link)
 
         def run() -> None:
             down = True
             while not stop.is_set():
                 with contextlib.suppress(Exception):
-                    proxy.disable() if down else proxy.enable()
+                    server.set_enabled(name, not down)
                 down = not down
                 stop.wait(half_period_s)
             with contextlib.suppress(Exception):
-                proxy.enable()
+                server.set_enabled(name, True)
 
-        threading.Thread(target=run, name=f"flap-{proxy_name(link)}", daemon=True).start()
-
-
-def _answering(server: Toxiproxy) -> bool:
-    return server.version() is not None
+        threading.Thread(target=run, name=f"flap-{name}", daemon=True).start()
 
 
 def _toxic(kind: str, *, latency_ms: int, jitter_ms: int, rate_kbps: int) -> tuple[str, dict[str, Any]]:

@@ -285,9 +285,19 @@ def predict(fault: Fault, t: Timeouts, *, hit_leader: bool | None = None, hit_qu
         within = t.session_s + (t.failover_s if controller else 0.0) + t.client_s + t.request_timeout_s + t.slack_s
         note = ("cut from the controller: fenced after broker.session.timeout.ms; clients may follow its stale "
                 "metadata one more request")
+    elif kind in NODE_LINK_CUTTING and fault.selector == "quorum":
+        # Leaders keep serving while the voters cannot reach each other. But the active controller goes on
+        # fencing the brokers whose heartbeats stop reaching it (broker.session.timeout.ms) into its log before
+        # it resigns (no fetch from a majority: KAFKA-15489); re-elected after the heal, it commits them, and the
+        # fenced brokers lose their leaderships until they unfence (measured: ISR down to one member for 0.3 s).
+        within = t.failover_s + t.heartbeat_s + t.client_s + t.slack_s
+        deadline = None if fault.end_s is None else fault.end_s + within
+        return Prediction(fault, "heal", within, deadline, (),
+                          "a quorum cut keeps leaders serving; after the heal the controller may commit fencing it "
+                          f"decided during the cut, until the brokers unfence: within {within:.1f}s of the heal")
     elif kind in NODE_LINK_CUTTING:
         within = t.client_s + t.slack_s
-        note = "links cut where no leadership has to move (a quorum without majority keeps its leaders serving)"
+        note = "links cut where no leadership has to move"
     elif kind in PROCESS_DOWN or kind == "partition":
         detect = t.session_s if leader else min(t.session_s, t.replica_lag_s)
         if hit_leader is None:

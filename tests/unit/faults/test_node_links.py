@@ -36,30 +36,30 @@ def named(links: list[Link]) -> list[str]:
 
 
 def test_replication_links_of_a_follower_one_way_and_both_ways() -> None:
-    assert named(links_of("replication", [3], *COMBINED, "one-way")) == ["3>1:internal", "3>2:internal"]
+    assert named(links_of("replication", [3], *COMBINED, "one-way")) == ["3-to-1-internal", "3-to-2-internal"]
     assert named(links_of("replication", [3], *COMBINED)) == [
-        "1>3:internal", "2>3:internal", "3>1:internal", "3>2:internal"]
+        "1-to-3-internal", "2-to-3-internal", "3-to-1-internal", "3-to-2-internal"]
 
 
 def test_controller_and_quorum_links() -> None:
     # a broker of a cluster with dedicated controllers: its connections to each controller
     assert named(links_of("controller", [2], *DEDICATED, "one-way")) == [
-        "2>101:controller", "2>102:controller", "2>103:controller"]
+        "2-to-101-controller", "2-to-102-controller", "2-to-103-controller"]
     assert links_of("controller", [2], *DEDICATED) == links_of("controller", [2], *DEDICATED, "one-way"), \
         "controllers open no connection to a broker"
     # a combined node: the other voters, both ways
     assert named(links_of("controller", [1], *COMBINED)) == [
-        "1>2:controller", "1>3:controller", "2>1:controller", "3>1:controller"]
+        "1-to-2-controller", "1-to-3-controller", "2-to-1-controller", "3-to-1-controller"]
     quorum = links_of("quorum", [], *DEDICATED)
     assert len(quorum) == 6 and {link.listener for link in quorum} == {"controller"}
     assert all(link.source >= 101 and link.dest >= 101 for link in quorum)
 
 
 def test_pairs_take_every_listener_of_the_destination() -> None:
-    assert named(links_of([[3, 1]], [], *COMBINED, "one-way")) == ["3>1:controller", "3>1:internal"]
-    assert named(links_of([[3, 101]], [], *DEDICATED, "one-way")) == ["3>101:controller"]
-    assert named(links_of([[3, 101]], [], *DEDICATED)) == ["3>101:controller"], "a controller never dials a broker"
-    assert named(links_of([[101, 102]], [], *DEDICATED)) == ["101>102:controller", "102>101:controller"]
+    assert named(links_of([[3, 1]], [], *COMBINED, "one-way")) == ["3-to-1-controller", "3-to-1-internal"]
+    assert named(links_of([[3, 101]], [], *DEDICATED, "one-way")) == ["3-to-101-controller"]
+    assert named(links_of([[3, 101]], [], *DEDICATED)) == ["3-to-101-controller"], "a controller never dials a broker"
+    assert named(links_of([[101, 102]], [], *DEDICATED)) == ["101-to-102-controller", "102-to-101-controller"]
 
 
 @pytest.mark.parametrize(("selector", "targets", "says"), [
@@ -150,6 +150,8 @@ def test_the_availability_model_reads_link_faults_by_selector() -> None:
     assert node_link_blocked("link-bandwidth", (1,), replication) == set()
     slow = predict(Fault("link-bandwidth", (3,), 10.0, 20.0, "replication"), t)
     assert slow.after == "start" and slow.within_s >= t.replica_lag_s
+    after_quorum = predict(Fault("link-cut", (1, 2, 3), 10.0, 20.0, "quorum"), t)
+    assert after_quorum.after == "heal" and after_quorum.expected == () and after_quorum.deadline_s is not None
     fenced = predict(Fault("link-cut", (1,), 10.0, 20.0, "controller"), t, hit_leader=True)
     assert fenced.after == "start" and fenced.within_s >= t.session_s + t.request_timeout_s
 
