@@ -150,7 +150,7 @@ def analyse(
     valid = not any(inst["bad"] for insts in anomalies.values() for inst in insts)
     conformance = None
     if state_samples is not None:
-        found_c = check_conformance(state_samples, sends, polls, config)
+        found_c = check_conformance(state_samples, sends, polls, config, faults)
         if found_c is not None:
             c_anomalies = {name: insts for name, insts in found_c.items() if insts}
             violations += apply_verdicts(c_anomalies, config=v_config, faults=v_faults, judge=judge)
@@ -171,12 +171,17 @@ def analyse(
 
 
 def check_conformance(
-    state_samples: list[dict[str, Any]], sends: pa.Table, polls: pa.Table, config: Any
+    state_samples: list[dict[str, Any]], sends: pa.Table, polls: pa.Table, config: Any,
+    faults: FaultSummary | None = None,
 ) -> dict[str, list[dict[str, Any]]] | None:
     """`checker.conformance.conformance`: the observed partition states against the model's rules."""
     from kafka_chaos.checker.conformance import conformance
+    from kafka_chaos.reference_model.availability import Timeouts
 
-    result: dict[str, list[dict[str, Any]]] = conformance(state_samples, sends, polls, config)
+    lag_s = Timeouts.from_config(config if isinstance(config, dict) else None).replica_lag_s
+    result: dict[str, list[dict[str, Any]]] = conformance(
+        state_samples, sends, polls, config, faults=faults.windows if faults is not None else (),
+        replica_lag_ns=int(lag_s * 1e9))
     return result
 
 

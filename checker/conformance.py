@@ -10,6 +10,9 @@ lists meaning none):
 - `leader-epoch-regression`: a key's leader epoch going backwards.
 - `ack-below-min-isr`: an acks=all send acknowledged while the observed ISR was below min.insync.replicas.
 - `vanished-read`: a record a consumer read that the log later shows is gone.
+- `follower-kept-in-isr`: a follower whose fetches from its leader were cut (a `link-cut` or `link-timeout` on
+  its replication link, faults.node_links) still in the ISR well after `replica.lag.time.max.ms`, while the
+  leader had new records to give it.
 
 The observer samples every ~250 ms through whichever broker answers, and a broker's metadata can lag the
 controller's (by milliseconds normally, for as long as it is cut off from the controller in a partition).
@@ -38,7 +41,10 @@ CONFORMANCE_NAMES = (
     "leader-epoch-regression",
     "ack-below-min-isr",
     "vanished-read",
+    "follower-kept-in-isr",
 )
+CUTTING_LINK_FAULTS = frozenset({"link-cut", "link-timeout"})
+"""Faults that stop a link's data for their whole window (a flap or a reset lets fetches through between)."""
 DEFAULT_STALENESS_NS = 2_000_000_000
 """How long a broker's metadata may lag the controller's in normal operation (metadata propagation is
 milliseconds; this leaves a wide margin)."""
@@ -395,6 +401,52 @@ def _beyond_final_hw(reads: _Reads, key: str, sel: np.ndarray[Any, Any], rows: l
                                                                               "samples": last2})
 
 
+def follower_kept_in_isr(by_key: dict[str, list[Sample]], sends: pa.Table, faults: Iterable[Any], lag_ns: int,
+                         staleness_ns: int) -> list[dict[str, Any]]:
+    """A follower whose fetches from the leader were cut, still in the ISR after the model's deadline.
+
+    The model (Kafka's `Partition.maybeShrinkIsr`, run every replica.lag.time.max.ms / 2): a follower that has not
+    reached the leader's log end for replica.lag.time.max.ms leaves the ISR, unless its log end equals the
+    leader's (nothing new to fetch). So a follower F of leader L counts when a fault cut F's connections to L's
+    inter-broker listener (`[F, L, "internal"]` in the fault's links) for its whole window, a send to the key was
+    invoked in the window's first part (the leader appended something F cannot have), and a sample at least
+    1.5 × lag + `staleness_ns` after the cut still shows F in the ISR with the same leader and epoch as at the cut.
+    The tolerance (lag/2 for the shrink schedule, staleness for the sample's broker) is the model's; samples
+    from a broker that is itself cut off could show a stale ISR, which `staleness_ns` does not cover: such
+    faults (the cut leader's own view) are the reason only the partition leader's samples with an unchanged
+    epoch are used.
+    """
+    out: list[dict[str, Any]] = []
+    if sends.num_rows == 0:
+        return out
+    keys = np.asarray(sends.column("key").to_pylist(), dtype=object)
+    invoked = sends.column("invoke_time").to_numpy(zero_copy_only=False)
+    for w in faults:
+        if w.f not in CUTTING_LINK_FAULTS or w.end is None or not isinstance(w.value, Mapping):
+            continue
+        cut = {(a, b) for a, b, listener, *_ in (w.value.get("links") or []) if listener == "internal"}
+        deadline = w.start + lag_ns + lag_ns // 2 + staleness_ns
+        if deadline >= w.end:
+            continue
+        for key, rows in by_key.items():
+            at_cut = [s for s in rows if s["time"] <= w.start]
+            if not at_cut or at_cut[-1].get("leader") is None:
+                continue
+            leader, epoch = at_cut[-1]["leader"], at_cut[-1].get("leader_epoch")
+            fed = bool(np.any((keys == key) & (invoked >= w.start) & (invoked <= deadline - lag_ns)))
+            if not fed:
+                continue
+            late = [s for s in rows if deadline <= s["time"] < w.end and s.get("leader") == leader
+                    and s.get("leader_epoch") == epoch and isinstance(s.get("isr"), list)]
+            for follower in sorted({f for f, b in cut if b == leader}):
+                kept = [s for s in late if follower in s["isr"]]
+                if kept:
+                    out.append({"key": key, "follower": follower, "leader": leader, "fault": w.f,
+                                "cut_at": w.start, "deadline": deadline, "time": kept[0]["time"],
+                                "samples": kept[:MAX_SAMPLES_PER_INSTANCE]})
+    return out
+
+
 def conformance(
     state_samples: list[dict[str, Any]],
     sends: pa.Table,
@@ -402,11 +454,14 @@ def conformance(
     config: RunConfig | None,
     *,
     staleness_ns: int = DEFAULT_STALENESS_NS,
+    faults: Iterable[Any] = (),
+    replica_lag_ns: int = 30_000_000_000,
 ) -> dict[str, list[dict[str, Any]]]:
     """Every conformance anomaly of a run, by name (see the module docstring).
 
     `config` may be a `RunConfig`, a resolved scenario dict, or None (then Kafka's defaults: unclean
-    election off, and the acks=all check is skipped because acks are unknown).
+    election off, and the acks=all check is skipped because acks are unknown). `faults`: the run's fault
+    windows (checker.faults.FaultWindow); `replica_lag_ns`: the run's replica.lag.time.max.ms.
     """
     cfg, known = RunConfig.coerce(config)
     by_key = _clean(state_samples)
@@ -415,4 +470,5 @@ def conformance(
         "leader-epoch-regression": leader_epoch_regression(by_key, staleness_ns),
         "ack-below-min-isr": ack_below_min_isr(by_key, sends, cfg, known, staleness_ns),
         "vanished-read": vanished_read(by_key, polls, staleness_ns),
+        "follower-kept-in-isr": follower_kept_in_isr(by_key, sends, faults, replica_lag_ns, staleness_ns),
     }

@@ -842,6 +842,13 @@ def _ack_below_min_isr(_i: Mapping[str, Any], cfg: RunConfig, known: bool, fault
     )
 
 
+def _follower_kept(_i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: FaultSummary) -> Verdict:
+    return _violation(
+        "a follower that has not reached the leader's log end for replica.lag.time.max.ms leaves the ISR "
+        "(Partition.maybeShrinkIsr, run every replica.lag.time.max.ms / 2); this one could not fetch at all"
+    )
+
+
 _RULES = {
     "lost-write": _lost_write,
     "unseen": _unseen,
@@ -862,6 +869,7 @@ _RULES = {
     "leader-outside-isr-elr": _leader_outside,
     "leader-epoch-regression": _epoch_regression,
     "ack-below-min-isr": _ack_below_min_isr,
+    "follower-kept-in-isr": _follower_kept,
 }
 
 

@@ -84,6 +84,25 @@ def test_a_slow_follower_under_acks_1_leaves_the_isr_and_rejoins(chaos_run) -> N
     assert result.results["violations"] == [], result.results["violations"]
 
 
+def test_a_follower_cut_from_its_leader_leaves_the_isr_within_the_models_window(chaos_run) -> None:
+    """A follower that cannot fetch at all must leave the ISR within 1.5 × replica.lag.time.max.ms of the cut
+    (`Partition.maybeShrinkIsr`); the checker's conformance rule `follower-kept-in-isr` finds none; writes go
+    on at min.insync=2 once it is out; it rejoins after the heal."""
+    result = run(chaos_run, "follower-cut")
+    fault, start, end = window(result, "link-cut")
+    (follower,) = fault["value"]["nodes"]
+    assert fault["value"]["enabled"] is False and all(a == follower for a, _, _ in fault["value"]["links"])
+    during = states(result, start, end)
+    left = [s["time"] for s in during if follower not in s["isr"]]
+    assert left, f"node {follower} never left the ISR"
+    conformance = result.results.get("conformance") or {}
+    assert not conformance.get("anomalies", {}).get("follower-kept-in-isr"), conformance
+    assert sends_between(result, left[0], end) > 0, "acks=all writes stopped with two replicas in the ISR"
+    after = states(result, end, 10**15)
+    assert after and follower in after[-1]["isr"], f"node {follower} did not rejoin: {after[-1:]}"
+    no_violation(result)
+
+
 def test_the_leader_cut_from_the_controller_loses_no_acknowledged_write(chaos_run) -> None:
     """The leader still reaches its clients and followers but not the controller quorum (the split-brain shape of
     KAFKA-15489): the controller fences it and elects another leader; what the old leader acknowledged under

@@ -196,3 +196,38 @@ def test_the_report_labels_a_link_fault_with_its_links() -> None:
     assert _target_label(value).endswith("replication: 3→1 3→2")
     both_listeners = {"nodes": [1, 2], "selector": [[1, 2]], "links": [[1, 2, "internal"], [1, 2, "controller"]]}
     assert _target_label(both_listeners).endswith(" 1→2"), "one directed link, whatever its listeners"
+
+
+def test_conformance_flags_a_cut_off_follower_that_stays_in_the_isr() -> None:
+    """The model's rule with its tolerance: a follower that cannot fetch leaves the ISR within
+    1.5 × replica.lag.time.max.ms (+ the samples' staleness) once the leader has new records for it."""
+    import pyarrow as pa
+
+    from kafka_chaos.checker.conformance import conformance
+    from kafka_chaos.checker.schema import POLLS_SCHEMA, SENDS_SCHEMA
+
+    s = 1_000_000_000
+    lag = 5 * s
+    cut = FaultWindow("link-cut", {"nodes": [3], "selector": "replication",
+                                   "links": [[3, 1, "internal"], [3, 2, "internal"]]}, (3,), 10 * s, 30 * s,
+                      "heal-links", 0)
+    sends = pa.table({"value": [1], "key": ["k/0"], "offset": [None], "process": [0], "op_index": [0],
+                      "type": ["info"], "invoke_time": [11 * s], "complete_time": [None]}, schema=SENDS_SCHEMA)
+    polls = pa.table({n: [] for n in POLLS_SCHEMA.names}, schema=POLLS_SCHEMA)
+
+    def samples(isr_after: list[int]) -> list[dict[str, Any]]:
+        rows = [{"time": t * s, "key": "k/0", "leader": 1, "leader_epoch": 4, "isr": [1, 2, 3]} for t in (5, 9, 12)]
+        return rows + [{"time": t * s, "key": "k/0", "leader": 1, "leader_epoch": 4, "isr": isr_after}
+                       for t in (18, 21, 25)]
+
+    kept = conformance(samples([1, 2, 3]), sends, polls, None, faults=[cut], replica_lag_ns=lag)
+    (found,) = kept["follower-kept-in-isr"]
+    assert (found["follower"], found["leader"], found["time"]) == (3, 1, 21 * s), "18 s is within the tolerance"
+    assert conformance(samples([1, 2]), sends, polls, None, faults=[cut], replica_lag_ns=lag)[
+        "follower-kept-in-isr"] == []
+    idle = sends.set_column(6, "invoke_time", pa.array([2 * s]))  # nothing new for the follower during the cut
+    assert conformance(samples([1, 2, 3]), idle, polls, None, faults=[cut], replica_lag_ns=lag)[
+        "follower-kept-in-isr"] == []
+    slowed = FaultWindow("link-bandwidth", cut.value, (3,), cut.start, cut.end, "heal-links", 0)
+    assert conformance(samples([1, 2, 3]), sends, polls, None, faults=[slowed], replica_lag_ns=lag)[
+        "follower-kept-in-isr"] == [], "a slowed follower may keep up: no rule"
