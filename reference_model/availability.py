@@ -296,8 +296,10 @@ def predict(fault: Fault, t: Timeouts, *, hit_leader: bool | None = None, hit_qu
                           "a quorum cut keeps leaders serving; after the heal the controller may commit fencing it "
                           f"decided during the cut, until the brokers unfence: within {within:.1f}s of the heal")
     elif kind in NODE_LINK_CUTTING:
-        within = t.client_s + t.slack_s
-        note = "links cut where no leadership has to move"
+        # a follower that cannot fetch holds acks=all writes until the leader drops it from the ISR:
+        # replica.lag.time.max.ms, checked every half of it (Partition.maybeShrinkIsr)
+        within = 1.5 * t.replica_lag_s + t.client_s + t.slack_s
+        note = "a follower cut from its leader: acks=all waits until it leaves the ISR (1.5 × replica.lag.time.max.ms)"
     elif kind in PROCESS_DOWN or kind == "partition":
         detect = t.session_s if leader else min(t.session_s, t.replica_lag_s)
         if hit_leader is None:

@@ -152,6 +152,8 @@ def test_the_availability_model_reads_link_faults_by_selector() -> None:
     assert slow.after == "start" and slow.within_s >= t.replica_lag_s
     after_quorum = predict(Fault("link-cut", (1, 2, 3), 10.0, 20.0, "quorum"), t)
     assert after_quorum.after == "heal" and after_quorum.expected == () and after_quorum.deadline_s is not None
+    follower_cut = predict(Fault("link-cut", (3,), 10.0, 20.0, "replication"), t, hit_leader=False)
+    assert follower_cut.after == "start" and follower_cut.within_s >= 1.5 * t.replica_lag_s
     fenced = predict(Fault("link-cut", (1,), 10.0, 20.0, "controller"), t, hit_leader=True)
     assert fenced.after == "start" and fenced.within_s >= t.session_s + t.request_timeout_s
 
