@@ -13,9 +13,8 @@ Each cluster runs the workload `--rounds` times on a fresh topic and keeps the b
 from __future__ import annotations
 
 import argparse
-import itertools
+import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -23,34 +22,20 @@ import orjson
 from rich.console import Console
 from rich.table import Table
 
-from kafka_chaos.cluster import ClusterSpec, KafkaCluster
-from kafka_chaos.history import History
-from kafka_chaos.workloads import ProducerSettings, ProducerWorkload
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from workload_throughput import measure_producers  # noqa: E402  (this folder is on sys.path: run as a script)
+
+from kafka_chaos.cluster import ClusterSpec, KafkaCluster  # noqa: E402
 
 
 def one_round(cluster: KafkaCluster, topic: str, seconds: float, producers: int, in_flight: int) -> tuple[float, float]:
     """(acknowledged sends per second, p99 send latency in ms) over `seconds` after a 2 s warm-up."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "history.jsonl"
-        with History(path) as history:
-            values = itertools.count()
-            workers = [
-                ProducerWorkload(ProducerSettings(cluster.bootstrap_servers(), topic, 3, acks="all", idempotence=True,
-                                                  linger_ms=5, batch_size=16384, record_size=100, rate=0,
-                                                  in_flight=in_flight), history, values, seed=i)
-                for i in range(producers)
-            ]
-            for w in workers:
-                w.start()
-            time.sleep(2)  # warm-up: connections, producer ids
-            t0_ns = history.now()
-            ok0 = sum(w.counts["ok"] for w in workers)
-            t0 = time.monotonic()
-            time.sleep(seconds)
-            ok1 = sum(w.counts["ok"] for w in workers)
-            elapsed = time.monotonic() - t0
-            for w in workers:
-                w.stop(flush_timeout_s=10)
+        rate, t0_ns = measure_producers(cluster, topic, seconds, producers, in_flight, path)
         invoked: dict[object, int] = {}
         latencies = []
         for line in path.read_bytes().splitlines():
@@ -62,7 +47,7 @@ def one_round(cluster: KafkaCluster, topic: str, seconds: float, producers: int,
             elif e["type"] == "ok" and e["process"] in invoked and e["time"] >= t0_ns:
                 latencies.append((e["time"] - invoked.pop(e["process"])) / 1e6)
         p99 = float(np.percentile(latencies, 99)) if latencies else float("nan")
-        return (ok1 - ok0) / elapsed, p99
+        return rate, p99
 
 
 def best(spec: ClusterSpec, seconds: float, rounds: int, producers: int, in_flight: int) -> tuple[float, float]:

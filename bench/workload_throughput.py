@@ -38,7 +38,15 @@ def kafka_perf(cluster: KafkaCluster, topic: str, records: int, producer_props: 
 
 
 def ours(cluster: KafkaCluster, topic: str, seconds: float, producers: int, in_flight: int) -> float:
-    with tempfile.TemporaryDirectory() as tmp, History(Path(tmp) / "history.jsonl") as history:
+    with tempfile.TemporaryDirectory() as tmp:
+        return measure_producers(cluster, topic, seconds, producers, in_flight, Path(tmp) / "history.jsonl")[0]
+
+
+def measure_producers(cluster: KafkaCluster, topic: str, seconds: float, producers: int, in_flight: int,
+                      history_path: Path) -> tuple[float, int]:
+    """kafka-chaos producers (acks=all, idempotence, 100 B, unthrottled) for `seconds` after a 2 s warm-up, every
+    op recorded in `history_path`: (acknowledged sends per second, history time the measurement began)."""
+    with History(history_path) as history:
         values = itertools.count()
         workers = [
             ProducerWorkload(ProducerSettings(cluster.bootstrap_servers(), topic, 3, acks="all", idempotence=True,
@@ -49,6 +57,7 @@ def ours(cluster: KafkaCluster, topic: str, seconds: float, producers: int, in_f
         for w in workers:
             w.start()
         time.sleep(2)  # warm-up: connections, producer ids
+        t0_ns = history.now()
         ok0 = sum(w.counts["ok"] for w in workers)
         t0 = time.monotonic()
         time.sleep(seconds)
@@ -56,7 +65,7 @@ def ours(cluster: KafkaCluster, topic: str, seconds: float, producers: int, in_f
         elapsed = time.monotonic() - t0
         for w in workers:
             w.stop(flush_timeout_s=10)
-        return (ok1 - ok0) / elapsed
+        return (ok1 - ok0) / elapsed, t0_ns
 
 
 def main() -> None:
