@@ -4,6 +4,7 @@ reference model's verdicts (no violation) beside them; all share one cluster (sa
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -33,6 +34,10 @@ def states(result: RunResult, start: int, end: int) -> list[dict[str, Any]]:
     (topic,) = [e["value"]["topic"] for e in events(result) if e["process"] == "harness" and e["f"] == "topic"]
     return [s for s in samples(result)
             if s["key"] == f"{topic}/0" and start <= s["time"] <= end and s["isr"] is not None]
+
+
+def json_lines(result: RunResult, name: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (result.run_dir / name).read_text().splitlines()]
 
 
 def no_violation(result: RunResult) -> None:
@@ -114,6 +119,31 @@ def test_the_leader_cut_from_the_controller_loses_no_acknowledged_write(chaos_ru
     during = states(result, start, end)
     assert any(s["leader"] not in (None, victim) for s in during), f"leadership never left node {victim}"
     assert sends_between(result, end, 10**15) > 0
+    no_violation(result)
+
+
+def test_one_way_cuts_to_the_controller_fence_a_broker_whose_replication_works(chaos_run) -> None:
+    """Asymmetric links: the leader (then a follower) cannot reach the controllers, its replication untouched.
+    Its heartbeats stop, the controller fences it after broker.session.timeout.ms, and a fenced broker leaves
+    the ISR (KIP-841): the leader loses its leadership, the follower its ISR place; nothing is lost."""
+    result = run(chaos_run, "asymmetric-controller-links")
+    cuts = nemesis(result, "link-cut")
+    heals = nemesis(result, "heal-links")
+    assert len(cuts) == len(heals) == 2
+    for cut, heal in zip(cuts, heals, strict=True):
+        (victim,) = cut["value"]["nodes"]
+        assert heal["value"]["nodes"] == [victim]
+        assert cut["value"]["direction"] == "one-way"
+        assert {(a, listener) for a, _, listener in cut["value"]["links"]} == {(victim, "controller")}
+    (leader,), (follower,) = cuts[0]["value"]["nodes"], cuts[1]["value"]["nodes"]
+    first = states(result, cuts[0]["time"], heals[0]["time"])
+    assert any(s["leader"] not in (None, leader) and leader not in s["isr"] for s in first), \
+        f"node {leader} kept its leadership while fenced"
+    second = states(result, cuts[1]["time"], heals[1]["time"])
+    assert any(s["leader"] not in (None, follower) and follower not in s["isr"] for s in second), \
+        f"node {follower} kept its ISR place while fenced"
+    fenced = [e for e in json_lines(result, "events.jsonl") if e["kind"] == "broker-fenced"]
+    assert {leader, follower} <= {int(e["text"].split()[2].rstrip(":")) for e in fenced}, fenced
     no_violation(result)
 
 
