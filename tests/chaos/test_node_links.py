@@ -182,3 +182,29 @@ def test_a_flapping_replication_link_loses_nothing(chaos_run) -> None:
         assert broken >= 5, f"node {node}'s fetches from node {leader} broke {broken} times in 12 s of flapping"
     assert sends_between(result, end, 10**15) > 0
     no_violation(result)
+
+
+def test_every_link_kind_takes_effect_and_heals(chaos_run) -> None:
+    """Each node-link kind once, 2 s each, on a follower's replication links: Toxiproxy accepts every toxic,
+    each is recorded with its links and healed, and nothing is lost."""
+    kinds = ["link-latency", "link-bandwidth", "link-timeout", "link-reset", "link-slicer", "link-cut", "link-flap"]
+    faults = [{"kind": k, "target": "follower", "links": "replication", "direction": "one-way", "latency_ms": 200,
+               "jitter_ms": 50, "rate_kbps": 32, "period_ms": 200, "at_s": 2 + 3 * i, "duration_s": 2}
+              for i, k in enumerate(kinds)]
+    scenario = {"name": "links-every-kind", "seed": 13, "duration_s": 26,
+                "cluster": {"nodes": 3, "link_proxies": True},
+                "topic": {"partitions": 1, "replication_factor": 3, "min_insync_replicas": 2},
+                "workload": {"producers": 1, "acks": "all", "idempotence": True, "rate": 100},
+                "faults": {"schedule": faults}}
+    result = chaos_run(scenario)
+    recorded = [e for e in events(result) if e["process"] == "nemesis" and e["type"] == "info"]
+    assert all("error" not in e for e in recorded), [e for e in recorded if "error" in e]
+    started = [e for e in recorded if e["f"] != "heal-links"]
+    assert [e["f"] for e in started] == kinds
+    assert all(e["value"]["links"] and e["value"]["selector"] == "replication" for e in started)
+    toxics = {e["f"]: e["value"].get("toxic") for e in started}
+    assert toxics == {"link-latency": "latency", "link-bandwidth": "bandwidth", "link-timeout": "timeout",
+                      "link-reset": "reset_peer", "link-slicer": "slicer", "link-cut": None, "link-flap": None}
+    assert len([e for e in recorded if e["f"] == "heal-links"]) == len(kinds)
+    assert result.results["complete"] is True
+    no_violation(result)
