@@ -13,6 +13,7 @@ lists meaning none):
 - `follower-kept-in-isr`: a follower whose fetches from its leader were cut (a `link-cut` or `link-timeout` on
   its replication link, faults.node_links) still in the ISR well after `replica.lag.time.max.ms`, while the
   leader had new records to give it.
+- `follower-rejoined-while-cut`: such a follower back in the same leader's ISR before its link was healed.
 
 The observer samples every ~250 ms through whichever broker answers, and a broker's metadata can lag the
 controller's (by milliseconds normally, for as long as it is cut off from the controller in a partition).
@@ -42,6 +43,7 @@ CONFORMANCE_NAMES = (
     "ack-below-min-isr",
     "vanished-read",
     "follower-kept-in-isr",
+    "follower-rejoined-while-cut",
 )
 CUTTING_LINK_FAULTS = frozenset({"link-cut", "link-timeout"})
 """Faults that stop a link's data for their whole window (a flap or a reset lets fetches through between)."""
@@ -447,6 +449,39 @@ def follower_kept_in_isr(by_key: dict[str, list[Sample]], sends: pa.Table, fault
     return out
 
 
+def follower_rejoined_while_cut(by_key: dict[str, list[Sample]], faults: Iterable[Any],
+                                staleness_ns: int) -> list[dict[str, Any]]:
+    """A follower back in its leader's ISR while its fetches from that leader were still cut.
+
+    The model (Kafka's `Partition.maybeExpandIsr`): a follower rejoins only once its log end has reached the
+    leader's high watermark, which it cannot while it cannot fetch; so after the heal, not before. Counted
+    per leader epoch (under a new leader the follower may fetch again); the follower must first be seen out of
+    the ISR, and back in it in two samples at least `staleness_ns` after that (a lagging broker's metadata can
+    show the ISR of before the shrink for that long).
+    """
+    out: list[dict[str, Any]] = []
+    for w in faults:
+        if w.f not in CUTTING_LINK_FAULTS or w.end is None or not isinstance(w.value, Mapping):
+            continue
+        cut = {(a, b) for a, b, listener, *_ in (w.value.get("links") or []) if listener == "internal"}
+        for key, rows in by_key.items():
+            at_cut = [s for s in rows if s["time"] <= w.start]
+            if not at_cut or at_cut[-1].get("leader") is None:
+                continue
+            leader, epoch = at_cut[-1]["leader"], at_cut[-1].get("leader_epoch")
+            during = [s for s in rows if w.start < s["time"] < w.end and s.get("leader") == leader
+                      and s.get("leader_epoch") == epoch and isinstance(s.get("isr"), list)]
+            for follower in sorted({f for f, b in cut if b == leader}):
+                left = next((s["time"] for s in during if follower not in s["isr"]), None)
+                if left is None:
+                    continue
+                back = [s for s in during if s["time"] >= left + staleness_ns and follower in s["isr"]]
+                if len(back) >= 2:
+                    out.append({"key": key, "follower": follower, "leader": leader, "fault": w.f,
+                                "left_at": left, "time": back[0]["time"], "samples": back[:MAX_SAMPLES_PER_INSTANCE]})
+    return out
+
+
 def conformance(
     state_samples: list[dict[str, Any]],
     sends: pa.Table,
@@ -471,4 +506,5 @@ def conformance(
         "ack-below-min-isr": ack_below_min_isr(by_key, sends, cfg, known, staleness_ns),
         "vanished-read": vanished_read(by_key, polls, staleness_ns),
         "follower-kept-in-isr": follower_kept_in_isr(by_key, sends, faults, replica_lag_ns, staleness_ns),
+        "follower-rejoined-while-cut": follower_rejoined_while_cut(by_key, faults, staleness_ns),
     }

@@ -849,6 +849,13 @@ def _follower_kept(_i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: F
     )
 
 
+def _follower_rejoined(_i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: FaultSummary) -> Verdict:
+    return _violation(
+        "a follower rejoins the ISR only once its log end has reached the leader's high watermark "
+        "(Partition.maybeExpandIsr); this one could not fetch from the leader"
+    )
+
+
 _RULES = {
     "lost-write": _lost_write,
     "unseen": _unseen,
@@ -870,6 +877,7 @@ _RULES = {
     "leader-epoch-regression": _epoch_regression,
     "ack-below-min-isr": _ack_below_min_isr,
     "follower-kept-in-isr": _follower_kept,
+    "follower-rejoined-while-cut": _follower_rejoined,
 }
 
 

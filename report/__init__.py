@@ -11,7 +11,8 @@ leader / ISR changes; partition health; availability; one table per anomaly with
 faults active then; model conformance; the node logs. Every input file is optional.
 """
 
-from kafka_chaos.report.data import CONFORMANCE_NAMES, DEFAULT_MAX_INSTANCES, RunData, load_run
+from kafka_chaos.checker.conformance import CONFORMANCE_NAMES
+from kafka_chaos.report.data import DEFAULT_MAX_INSTANCES, RunData, load_run
 from kafka_chaos.report.page import render_html, render_report, write_report
 from kafka_chaos.rundir import REPORT_FILE
 

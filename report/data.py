@@ -28,15 +28,6 @@ MAX_VALUES_SHOWN = 12
 BUCKET_NS = 1_000_000_000
 RAW_LINE_CHARS = 400
 
-CONFORMANCE_NAMES = (
-    "leader-outside-isr-elr",
-    "leader-epoch-regression",
-    "ack-below-min-isr",
-    "vanished-read",
-)
-"""Observed behaviour the reference model forbids (docs/architecture.md §4, Conformance)."""
-
-"""Client-link faults (Toxiproxy), drawn in one colour."""
 
 
 def _loads_fn() -> Callable[[bytes], Any]:

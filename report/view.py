@@ -6,9 +6,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafka_chaos.checker.conformance import CONFORMANCE_NAMES
 from kafka_chaos.faults.registry import colour
 from kafka_chaos.report.data import (
-    CONFORMANCE_NAMES,
     MAX_OPS_SHOWN,
     RunData,
     as_dict,

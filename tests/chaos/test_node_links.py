@@ -102,6 +102,7 @@ def test_a_follower_cut_from_its_leader_leaves_the_isr_within_the_models_window(
     assert left, f"node {follower} never left the ISR"
     conformance = result.results.get("conformance") or {}
     assert not conformance.get("anomalies", {}).get("follower-kept-in-isr"), conformance
+    assert not conformance.get("anomalies", {}).get("follower-rejoined-while-cut"), conformance
     assert sends_between(result, left[0], end) > 0, "acks=all writes stopped with two replicas in the ISR"
     after = states(result, end, 10**15)
     assert after and follower in after[-1]["isr"], f"node {follower} did not rejoin: {after[-1:]}"

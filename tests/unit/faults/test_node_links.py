@@ -233,3 +233,27 @@ def test_conformance_flags_a_cut_off_follower_that_stays_in_the_isr() -> None:
     slowed = FaultWindow("link-bandwidth", cut.value, (3,), cut.start, cut.end, "heal-links", 0)
     assert conformance(samples([1, 2, 3]), sends, polls, None, faults=[slowed], replica_lag_ns=lag)[
         "follower-kept-in-isr"] == [], "a slowed follower may keep up: no rule"
+
+
+def test_conformance_flags_a_cut_off_follower_back_in_the_isr_before_the_heal() -> None:
+    import pyarrow as pa
+
+    from kafka_chaos.checker.conformance import conformance
+    from kafka_chaos.checker.schema import POLLS_SCHEMA, SENDS_SCHEMA
+
+    s = 1_000_000_000
+    cut = FaultWindow("link-timeout", {"nodes": [3], "links": [[3, 1, "internal"]]}, (3,), 10 * s, 30 * s,
+                      "heal-links", 0)
+    none = pa.table({n: [] for n in SENDS_SCHEMA.names}, schema=SENDS_SCHEMA)
+    polls = pa.table({n: [] for n in POLLS_SCHEMA.names}, schema=POLLS_SCHEMA)
+
+    def run(isrs: list[tuple[int, list[int]]], epoch_after: int = 4) -> list[dict[str, Any]]:
+        rows = [{"time": 9 * s, "key": "k/0", "leader": 1, "leader_epoch": 4, "isr": [1, 2, 3]}]
+        rows += [{"time": t * s, "key": "k/0", "leader": 1, "leader_epoch": epoch_after, "isr": isr} for t, isr in isrs]
+        return conformance(rows, none, polls, None, faults=[cut])["follower-rejoined-while-cut"]
+
+    (found,) = run([(16, [1, 2]), (20, [1, 2, 3]), (21, [1, 2, 3])])
+    assert (found["follower"], found["left_at"], found["time"]) == (3, 16 * s, 20 * s)
+    assert run([(16, [1, 2]), (17, [1, 2, 3]), (20, [1, 2])]) == [], "one stale sample within the staleness"
+    assert run([(16, [1, 2]), (31, [1, 2, 3]), (32, [1, 2, 3])]) == [], "after the heal it may rejoin"
+    assert run([(16, [1, 2]), (20, [1, 2, 3]), (21, [1, 2, 3])], epoch_after=5) == [], "another leader epoch"
