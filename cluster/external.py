@@ -100,6 +100,12 @@ class ExternalNode:
     def lose_unsynced_writes(self) -> list[dict[str, Any]]:
         raise ClusterError("power-loss needs a cluster kafka-chaos starts (its disks are kafka-chaos's own)")
 
+    def fill_disk(self, free_mb: float) -> dict[str, int]:
+        raise ClusterError("disk-full needs a cluster kafka-chaos starts (its disks are kafka-chaos's own)")
+
+    def free_disk(self) -> int:
+        return 0
+
     def status(self) -> str:
         return self.state
 

@@ -30,6 +30,8 @@ from kafka_chaos.cluster.labels import ROLE_LABEL, RUN_LABEL, new_run_id, remove
 from kafka_chaos.cluster.logs import client_logger
 from kafka_chaos.cluster.node import KafkaNode
 from kafka_chaos.cluster.node_links import LinkProxies
+from kafka_chaos.cluster.sized_disk import missing_requirements as sized_disk_problems
+from kafka_chaos.cluster.sized_disk import remove_sized_disks
 from kafka_chaos.cluster.spec import ClusterSpec
 from kafka_chaos.cluster.state import PartitionState, describe_partitions, forget, quorum_leader
 from kafka_chaos.cluster.toxiproxy import Toxiproxy
@@ -93,6 +95,10 @@ class KafkaCluster:
             problems = missing_requirements(engine_url())
             if problems:
                 raise ClusterError("power-loss cannot run here: " + "; ".join(problems) + ". Nothing was started.")
+        if self.spec.disk_size_mb:
+            problems = sized_disk_problems(engine_url())
+            if problems:
+                raise ClusterError("disk_size_mb cannot work here: " + "; ".join(problems) + ". Nothing was started.")
         try:
             self._network = Network(docker_network_kw={"labels": self.labels(role="network")})
             self._network.name = self.network_name
@@ -124,6 +130,7 @@ class KafkaCluster:
             self.link_proxies.remove()
         remove_labelled(self.client, self.run_id)
         remove_disks(self.run_id)
+        remove_sized_disks(self.run_id)
 
     def settle_disks(self) -> dict[int, int]:
         """Volatile disks only: make everything written so far durable (the setup, earlier runs); per node, the

@@ -18,6 +18,7 @@ from testcontainers.core.network import Network
 from kafka_chaos.cluster import settings
 from kafka_chaos.cluster.images import BASE_IMAGE
 from kafka_chaos.cluster.labels import NODE_LABEL, PORT_LABEL
+from kafka_chaos.cluster.sized_disk import SIZED_ROOT, SizedDisk
 from kafka_chaos.cluster.volatile_disk import DISKS_ROOT, VolatileDisk
 from kafka_chaos.cluster.waits import Wait
 from kafka_chaos.errors import ClusterError
@@ -63,6 +64,9 @@ class KafkaNode:
         # power loss (issue 12): the data directory on a FUSE disk on the host instead of a named volume
         self.disk = (VolatileDisk(DISKS_ROOT / cluster.run_id / self.alias, cluster.spec.disk_writeback_s)
                      if cluster.spec.volatile_disks else None)
+        # full disk: the data directory on a small tmpfs on the host (cluster.sized_disk)
+        self.sized = (SizedDisk(SIZED_ROOT / cluster.run_id / self.alias, cluster.spec.disk_size_mb)
+                      if cluster.spec.disk_size_mb else None)
 
     def __repr__(self) -> str:
         return f"KafkaNode({self.node_id}, {self.role})"
@@ -173,6 +177,9 @@ class KafkaNode:
             if not self.disk.mounted:
                 self.disk.mount()
             c.with_volume_mapping(str(self.disk.mountpoint), DATA_DIR, "rw")
+        elif self.sized is not None:
+            self.sized.mount()
+            c.with_volume_mapping(str(self.sized.path), DATA_DIR, "rw")
         else:
             c.with_volume_mapping(self.volume, DATA_DIR, "rw")  # a named volume: kill + start keeps the log
         if self.is_broker and not self.cluster.spec.toxiproxy:
@@ -180,7 +187,7 @@ class KafkaNode:
         if self.direct_port:
             bind_loopback(c, settings.DIRECT_PORT, self.direct_port)
         self._container = c
-        if self.disk is None:
+        if self.disk is None and self.sized is None:
             try:
                 self.cluster.client.volumes.get(self.volume)  # a node re-created on a new image keeps its data
             except docker.errors.NotFound:
@@ -227,6 +234,16 @@ class KafkaNode:
         if self.disk is None:
             raise ClusterError(f"{self.name} has no volatile disk: power-loss needs cluster.volatile_disks")
         return self.disk.power_off()
+
+    def fill_disk(self, free_mb: float) -> dict[str, int]:
+        """Fill this node's sized disk until `free_mb` MiB are left (cluster.sized_disk)."""
+        if self.sized is None:
+            raise ClusterError(f"{self.name} has no sized disk: disk-full needs cluster.disk_size_mb")
+        return self.sized.fill(free_mb)
+
+    def free_disk(self) -> int:
+        """Delete the ballast of `fill_disk`; the bytes it held."""
+        return self.sized.free() if self.sized is not None else 0
 
     @property
     def disk_mode(self) -> str | None:
@@ -326,3 +343,5 @@ class KafkaNode:
                 self.container.remove(force=True, v=True)
         if self.disk is not None:
             self.disk.close()
+        if self.sized is not None:
+            self.sized.close()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from kafka_chaos.cluster import settings
 from kafka_chaos.cluster.external import NodeControl
@@ -31,6 +31,9 @@ class ClusterSpec(BaseModel):
         description="each node's data on a disk that a power-loss fault can take unsynced writes from: "
                     "'unsynced' (everything not fsynced) or 'last:N s' (files dirty for less than N s, "
                     "as Linux writes dirty pages back after ~30 s)")
+    disk_size_mb: int | None = Field(
+        None, ge=16, le=4096,
+        description="each node's data on a tmpfs of this many MiB mounted on the host, so disk-full can fill it")
     elr: bool | None = Field(None, description="None: the version's default; else eligible.leader.replicas.version")
     broker_overrides: dict[str, str] = Field(default_factory=dict)
     bootstrap_servers: str | None = Field(None, description="an external cluster: run against it, start nothing")
@@ -47,6 +50,13 @@ class ClusterSpec(BaseModel):
         if isinstance(v, dict):
             return {str(k): str(val).lower() if isinstance(val, bool) else str(val) for k, val in v.items()}
         return v
+
+    @model_validator(mode="after")
+    def _one_kind_of_disk(self) -> ClusterSpec:
+        if self.volatile_disks and self.disk_size_mb:
+            raise ValueError("volatile_disks and disk_size_mb each put the nodes' data on a disk of their own: "
+                             "choose one (power-loss needs volatile_disks, disk-full needs disk_size_mb)")
+        return self
 
     @property
     def disk_writeback_s(self) -> float | None:

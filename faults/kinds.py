@@ -95,6 +95,31 @@ def crash_summary(files: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 @dataclass
+class DiskFull:
+    """disk-full/disk-freed: a ballast file fills each target's sized disk until `free_mb` is left, so the
+    broker's next writes fail with ENOSPC (cluster.sized_disk); the heal deletes the ballast and starts the
+    node if it stopped (a broker whose only log directory fails shuts down)."""
+
+    cluster: Cluster
+    free_mb: float = 0.0
+    name: str = "disk-full"
+
+    def start(self, nodes: list[int]) -> dict[str, Any]:
+        disks = {str(n): self.cluster.nodes[n].fill_disk(self.free_mb) for n in nodes}
+        return {"nodes": nodes, "free_mb": self.free_mb, "disks": disks}
+
+    def heal(self, nodes: list[int]) -> dict[str, Any]:
+        freed, started = {}, []
+        for n in nodes:
+            node = self.cluster.nodes[n]
+            freed[str(n)] = node.free_disk()
+            if not node.running():
+                node.start()
+                started.append(n)
+        return {"nodes": nodes, "freed": freed, "started": started}
+
+
+@dataclass
 class PartitionFault:
     """iptables DROP between nodes per a grudge (see faults.partitions); heal flushes the rules."""
 

@@ -23,6 +23,7 @@ from kafka_chaos.faults.kinds import (
     LINK_FAULTS,
     NODE_FAULTS,
     NODE_LINK_FAULTS,
+    DiskFull,
     Fault,
     LinkFault,
     NodeFault,
@@ -75,6 +76,8 @@ class Nemesis:
     def _fault(self, p: PlannedFault) -> Fault:
         if p.kind == "power-loss":
             return PowerLoss(self.cluster)
+        if p.kind == "disk-full":
+            return DiskFull(self.cluster, float(p.params.get("free_mb", 0.0)))
         if p.kind in NODE_FAULTS:
             return NodeFault(p.kind, self.cluster)
         if p.kind == "partition":

@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-FaultKind = Literal["kill", "power-loss", "stop", "pause", "partition", "latency", "bandwidth", "timeout",
+FaultKind = Literal["kill", "power-loss", "disk-full", "stop", "pause", "partition", "latency", "bandwidth", "timeout",
                     "reset_peer", "link-down", "link-latency", "link-bandwidth", "link-timeout", "link-reset",
                     "link-slicer", "link-cut", "link-flap"]
 Family = Literal["process", "network", "client-link", "node-link", "operation"]
-Need = Literal["toxiproxy", "volatile-disks", "link-proxies"]
+Need = Literal["toxiproxy", "volatile-disks", "sized-disks", "link-proxies"]
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,9 @@ KINDS: dict[str, FaultKindInfo] = {
         FaultKindInfo("power-loss", "power-on", "process",
                       "SIGKILL, then every write not fsynced is lost (volatile disk); started later on what is left",
                       "#4a0d0d", frozenset({"volatile-disks"})),
+        FaultKindInfo("disk-full", "disk-freed", "process",
+                      "the node's data disk filled until free_mb is left: its writes fail (ENOSPC); freed and the "
+                      "node started again later", "#a55194", frozenset({"sized-disks"})),
         FaultKindInfo("stop", "start", "process", "clean shutdown (SIGTERM); started later", "#ff7f0e"),
         FaultKindInfo("pause", "resume", "process", "every process frozen (cgroup freezer); resumed later", "#9467bd"),
         FaultKindInfo("partition", "heal", "network", "iptables DROP between nodes by a shape; rules flushed later",

@@ -37,6 +37,7 @@ class FaultSpec(_Strict):
     links: Selector = Field("replication", description="replication, controller, quorum or [[from, to], …]")
     direction: Direction = Field("both", description="both: the links each way; one-way: only from → to")
     period_ms: int = Field(1000, ge=50, description="link-flap: down for period_ms, up for period_ms, …")
+    free_mb: float = Field(0, ge=0, description="disk-full: MiB left free on the disk")
     # Written into scenario.resolved.toml: the node ids `target` resolved to when the recorded run fired it.
     # A run by rule ignores it; `kafka-chaos run --replay-nodes` aims the fault at these ids instead.
     nodes: list[int] | None = None
@@ -106,6 +107,8 @@ class PlannedFault:
 
 def _link_params(kind: str, spec: FaultSpec | FaultGenerator, jitter_ms: int = 0) -> dict[str, Any]:
     params: dict[str, Any] = {}
+    if kind == "disk-full":
+        return {"free_mb": getattr(spec, "free_mb", 0.0)}
     if kind.startswith("link-") and kind != "link-down":  # between nodes (link-down is the client link's)
         params = {"links": spec.links, "direction": spec.direction}
         kind = kind.removeprefix("link-")

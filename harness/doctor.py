@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from kafka_chaos.cluster import labelled
 from kafka_chaos.cluster.engine import SETUP_SCRIPT, docker_client, engine_url
 from kafka_chaos.cluster.images import BASE_IMAGE, DEFAULT_KAFKA_VERSION, TOXIPROXY_IMAGE, image_exists, kafka_image
+from kafka_chaos.cluster.sized_disk import missing_requirements as sized_disk_problems
 from kafka_chaos.cluster.volatile_disk import missing_requirements
 from kafka_chaos.errors import EngineUnavailable
 
@@ -87,6 +88,10 @@ def run_checks(kafka_version: str = DEFAULT_KAFKA_VERSION) -> list[Check]:
     checks.append(Check("volatile disks (power-loss)", not disk_problems,
                         "FUSE ready" if not disk_problems else "; ".join(disk_problems),
                         "" if not disk_problems else "make setup"))
+    sized_problems = sized_disk_problems(engine_url())
+    checks.append(Check("sized disks (disk-full)", not sized_problems,
+                        "tmpfs mounts possible" if not sized_problems else "; ".join(sized_problems),
+                        "" if not sized_problems else "run as root on the engine's machine"))
     ports = _free_ports()
     checks.append(Check("free loopback ports", ports, "ok" if ports else "cannot bind 127.0.0.1 ports",
                         "" if ports else "free ports on 127.0.0.1 (see `ss -ltn`)"))

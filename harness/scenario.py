@@ -128,6 +128,10 @@ class Scenario(Strict):
                     check_pairs(f.links, self.cluster.broker_ids(), self.cluster.controller_ids())
                 except LinkSelectorError as e:
                     raise ValueError(f"faults.schedule[{i}].links: {e}") from None
+        sized = sorted(k for k in kinds if "sized-disks" in KINDS[k].needs)
+        if sized and not self.cluster.disk_size_mb:
+            raise ValueError(f"{', '.join(sized)} needs the nodes' data on disks of a known size: set "
+                             "cluster.disk_size_mb (e.g. 256)")
         disk = {k for k in kinds if "volatile-disks" in KINDS[k].needs}
         if disk and not self.cluster.volatile_disks:
             raise ValueError(f"{', '.join(sorted(disk))} needs the nodes' data on volatile disks: set "

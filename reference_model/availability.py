@@ -72,8 +72,8 @@ CLIENT_DEFAULTS_MS = {
 
 ExpectedReason = Literal["no-controller-quorum", "below-min-insync", "no-live-isr-member", "client-link-fault",
                          "node-link-fault"]
-PROCESS_DOWN = frozenset({"kill", "power-loss", "stop", "pause"})
-RESTARTS = frozenset({"kill", "power-loss", "stop"})
+PROCESS_DOWN = frozenset({"kill", "power-loss", "disk-full", "stop", "pause"})
+RESTARTS = frozenset({"kill", "power-loss", "disk-full", "stop"})
 LINK_BLOCKING = frozenset({"timeout", "link-down", "reset_peer", "bandwidth"})
 # Links between nodes (faults.node_links): cutting ones stop the connections, slowing ones only delay them.
 NODE_LINK_CUTTING = frozenset({"link-cut", "link-timeout", "link-reset", "link-flap"})

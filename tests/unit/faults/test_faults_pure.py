@@ -151,6 +151,25 @@ def test_power_loss_needs_volatile_disks_and_a_cluster_kafka_chaos_starts() -> N
     assert "power-loss (not possible on an external cluster)" in str(err.value)
 
 
+def test_disk_full_needs_sized_disks_and_one_kind_of_disk() -> None:
+    full = {"faults": {"schedule": [{"kind": "disk-full", "target": "leader", "free_mb": 2}]}}
+    with pytest.raises(ScenarioError) as err:
+        parse_scenario({"name": "x", **full}, "s.toml")
+    assert "disk-full needs the nodes' data on disks of a known size: set cluster.disk_size_mb" in str(err.value)
+    with pytest.raises(ScenarioError) as err:
+        parse_scenario({"name": "x", "cluster": {"disk_size_mb": 8}, **full}, "s.toml")
+    assert "cluster.disk_size_mb" in str(err.value), "too small for Kafka's own files"
+    with pytest.raises(ScenarioError) as err:
+        parse_scenario({"name": "x", "cluster": {"disk_size_mb": 128, "volatile_disks": "unsynced"}, **full})
+    assert "choose one" in str(err.value)
+    ok = parse_scenario({"name": "x", "cluster": {"disk_size_mb": 128}, **full})
+    (planned,) = plan(ok.faults, 30, 1)
+    assert planned.params == {"free_mb": 2.0} and planned.kind == "disk-full"
+    with pytest.raises(ScenarioError) as err:
+        parse_scenario({"name": "x", "cluster": {"bootstrap_servers": "b:9092", "disk_size_mb": 128}, **full})
+    assert "disk-full (not possible on an external cluster)" in str(err.value)
+
+
 @dataclass
 class SlowNode(FakeNode):
     kill_s: float = 0.0
