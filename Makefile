@@ -32,6 +32,7 @@ test: setup
 
 # What the nightly workflow runs: the tests marked `nightly` (deselected by `make test`).
 nightly: setup
+	$(BIN)/kafka-chaos image build --kafka-version 3.9.1 --no-toxiproxy  # the last 3.x (power-loss versions)
 	$(BIN)/pytest -m nightly
 
 lint: venv

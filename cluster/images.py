@@ -170,6 +170,10 @@ def build_kafka(client: docker.DockerClient, version: str, log: Log, *, force: b
     shutil.rmtree(ctx, ignore_errors=True)
     shutil.copytree(IMAGES_DIR / "kafka", ctx, ignore=shutil.ignore_patterns("pom.xml"))
     shutil.copytree(libs, ctx / "libs")
+    # Kafka 3.x also brings slf4j-reload4j (log4j 1): with two SLF4J bindings the first wins, and log4j 1 has no
+    # configuration here, so the broker would log nothing. The image logs through log4j2 on every version.
+    for jar in (ctx / "libs").glob("slf4j-reload4j-*.jar"):
+        jar.unlink()
     log(f"building {tag}")
     _build(client, ctx, tag, {"BASE_IMAGE": BASE_IMAGE})
     shutil.rmtree(ctx, ignore_errors=True)

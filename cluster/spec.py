@@ -52,6 +52,14 @@ class ClusterSpec(BaseModel):
         return v
 
     @model_validator(mode="after")
+    def _elr_needs_4_0(self) -> ClusterSpec:
+        major_minor = tuple(int(p) for p in self.kafka_version.split(".")[:2] if p.isdigit())
+        if self.elr is not None and major_minor < (4, 0):
+            raise ValueError(f"elr: Kafka {self.kafka_version} has no eligible.leader.replicas feature (it came in "
+                             "4.0); remove cluster.elr or use kafka_version 4.0.1 or later")
+        return self
+
+    @model_validator(mode="after")
     def _one_kind_of_disk(self) -> ClusterSpec:
         if self.volatile_disks and self.disk_size_mb:
             raise ValueError("volatile_disks and disk_size_mb each put the nodes' data on a disk of their own: "

@@ -530,9 +530,11 @@ def _power_loss_permits(cfg: RunConfig, faults: FaultSummary) -> str | None:
                 "useLastKnownLeaderInBalancedRecovery = true: KIP-966's balanced recovery), whether or not it "
                 "lost unflushed data, and the other replicas truncate to its log"
             )
+        feature = ("eligible.leader.replicas.version=0" if _version_at_least(cfg.kafka_version, 4, 0)
+                   or cfg.kafka_version is None else f"Kafka {cfg.kafka_version} has no ELR feature; it came in 4.0")
         return (
             "the last in-sync replica lost power while every other replica was down; ELR off "
-            "(eligible.leader.replicas.version=0): KRaft keeps the last member in the ISR, so it leads again on "
+            f"({feature}): KRaft keeps the last member in the ISR, so it leads again on "
             "return with what its disk kept and the other replicas truncate to it: the hole KIP-966 (Eligible "
             "Leader Replicas, Motivation) was written to close"
         )

@@ -44,11 +44,18 @@ def loss_summary(result: RunResult) -> str:
     return f"taken {offsets_taken(result)}; anomalies {found}; violations {len(r['violations'])}"
 
 
-def test_one_broker_loses_power_and_nothing_acknowledged_is_lost(chaos_run) -> None:
+@pytest.mark.parametrize("kafka_version", [
+    "4.3.1",
+    pytest.param("4.0.1", marks=pytest.mark.nightly),  # the promise on every version: the others nightly
+    pytest.param("3.9.1", marks=pytest.mark.nightly),
+])
+def test_one_broker_loses_power_and_nothing_acknowledged_is_lost(chaos_run, kafka_version: str) -> None:
     """Kafka's promise: a replica that lost unflushed data re-syncs before it counts again (Kafka's design
     notes, "Replicated Logs"); with acks=all, RF=3, min.insync=2 one node's power loss loses nothing."""
-    result = chaos_run(scenario("power-loss-one", 25, {"kind": "power-loss", "target": "leader", "at_s": 5,
-                                                         "duration_s": 6}))
+    s = scenario(f"power-loss-one-{kafka_version}", 25, {"kind": "power-loss", "target": "leader", "at_s": 5,
+                                                          "duration_s": 6})
+    s["cluster"] = {**s["cluster"], "kafka_version": kafka_version}
+    result = chaos_run(s)
     (loss,) = nemesis(result, "power-loss")
     (victim,) = loss["value"]["nodes"]
     assert loss["value"]["lose"] == "unsynced"
@@ -74,6 +81,7 @@ LOSS_ANOMALIES = ("lost-write", "unseen", "inconsistent-offsets", "vanished-read
 @pytest.mark.parametrize("kafka_version", [
     "4.3.1",
     pytest.param("4.0.1", marks=pytest.mark.nightly),  # the same run on the ELR-off version: nightly
+    pytest.param("3.9.1", marks=pytest.mark.nightly),  # and on the last 3.x
 ])
 def test_every_node_loses_power_at_once(chaos_run, kafka_version: str) -> None:
     """A rack losing power: every replica loses what it had not fsynced. Kafka acknowledges from memory
@@ -110,7 +118,11 @@ def kip_966_scenario(kafka_version: str) -> dict[str, Any]:
     return s
 
 
-@pytest.mark.parametrize("kafka_version", ["4.0.1", "4.3.1"])
+@pytest.mark.parametrize("kafka_version", [
+    pytest.param("3.9.1", marks=pytest.mark.nightly),  # before ELR existed: as 4.0.1, nightly
+    "4.0.1",
+    "4.3.1",
+])
 def test_kip_966_last_in_sync_replica_loses_power(chaos_run, kafka_version: str) -> None:
     """What each version does when the last in-sync replica lost unflushed data (see the model's reasons):
     4.0.1 (ELR off) keeps it in the ISR and it leads again; 4.3.1 (ELR on) drops it from ISR and ELR, then elects
