@@ -28,8 +28,8 @@ def test_campaign_loads_and_every_run_has_a_prediction(path: Path) -> None:
 def test_power_loss_campaign_crosses_versions_with_the_models_expectation() -> None:
     runs = load_campaign(SCENARIOS / "campaigns" / "power-loss-versions.toml").runs
     by = {(r.scenario.cluster.kafka_version, r.model_fault_set): predict(r) for r in runs}
-    assert {v for v, _ in by} == {"4.0.1", "4.3.1"}
-    for version in ("4.0.1", "4.3.1"):
+    assert {v for v, _ in by} == {"3.9.1", "4.0.1", "4.3.1"}
+    for version in ("3.9.1", "4.0.1", "4.3.1"):
         assert by[(version, "one-power-loss")] == {"loss_possible": False, "writes_available": True}
         for fault_set in ("last-isr-power-loss", "all-power-loss"):
             assert (by[(version, fault_set)] or {}).get("loss_possible") is True
