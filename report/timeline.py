@@ -320,6 +320,34 @@ def _unseen_panel(data: RunData, tl: Timeline) -> Panel:
     return Panel(title, 110, draw, [(label, color, "") for label, color, _, _ in series])
 
 
+HEALTH_SERIES = (("under-replicated", "under_replicated", "#e0a000"), ("under min ISR", "under_min_isr", "#b3261e"),
+                 ("offline", "offline", "#111111"))
+
+
+def _health_panel(data: RunData, tl: Timeline) -> Panel | None:
+    """Partition counts under-replicated, under min.insync.replicas and offline, from results.json's health
+    series (checker.health): steps, each count holding until the next sample."""
+    health = as_dict((data.results or {}).get("health"))
+    points = [p for p in as_list(health.get("series")) if isinstance(p, dict) and isinstance(p.get("time"), int)]
+    if not points:
+        return None
+    ymax = nice_max(max([1.0, *(float(p.get("partitions") or 0) for p in points)]))
+
+    def draw(svg: Svg, top: float, h: float) -> None:
+        y = _y_axis(svg, top, h, ymax, "partitions")
+        for label, name, color in HEALTH_SERIES:
+            steps: list[tuple[float, float]] = []
+            for p in points:
+                x = tl.x(p["time"] / 1e9)
+                if steps:
+                    steps.append((x, steps[-1][1]))
+                steps.append((x, y(float(p.get(name) or 0))))
+            svg.polyline(steps, color, 1.6, title=f"{label} partitions")
+
+    return Panel(f"Partition health: counts per sample (min.insync.replicas {health.get('min_insync_replicas')})",
+                 80, draw, [(label, color, "") for label, _, color in HEALTH_SERIES])
+
+
 MAX_STATE_ROWS = 24
 
 
@@ -452,7 +480,7 @@ def timeline_svg(data: RunData) -> str:
     duration_s = data.duration_ns / 1e9
     tl = Timeline(duration_s)
     panels = [p for p in (_throughput_panel(data, tl), _latency_panel(data, tl)) if p is not None]
-    panels += [_unseen_panel(data, tl), _state_panel(data, tl)]
+    panels += [p for p in (_unseen_panel(data, tl), _health_panel(data, tl), _state_panel(data, tl)) if p is not None]
     marks = _anomaly_panel(data, tl)
     if marks is not None:
         panels.append(marks)

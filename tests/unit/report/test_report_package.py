@@ -76,6 +76,14 @@ def test_health_and_availability_sections_when_present(tmp_path: Path) -> None:
     windows = windows[: windows.index("</table>")]
     assert "unavailable-longer-than-expected" in windows and "no leader until 16.2 s" in windows and "6.5" in windows
     assert "80.0%" in page
+    assert "Partition health: counts per sample" not in page, "no series: no panel"
+    results["health"]["series"] = [
+        {"time": t * 1_000_000_000, "partitions": 3, "under_replicated": u, "under_min_isr": m, "offline": 0}
+        for t, u, m in ((1, 0, 0), (12, 2, 1), (17, 0, 0))]
+    (run.run_dir / "results.json").write_text(json.dumps(results))
+    page = render_report(run.run_dir)
+    panel = page[page.index("Partition health: counts per sample"):]
+    assert "under min ISR partitions" in panel and "under-replicated partitions" in panel
 
 
 def test_campaign_matrix_marks_a_configuration_violating_if_any_seed_did(tmp_path: Path) -> None:
