@@ -293,14 +293,26 @@ def shrink(
         + (" [yellow](budget spent)[/]" if r.budget_exhausted else "") + f"; steps: {r.index}", highlight=False)
 
 
+def verdict_rows(results: dict[str, Any]) -> list[tuple[str, int, int, int]]:
+    """(anomaly, instances, violations, permitted) per anomaly of results.json, conformance ones marked."""
+    rows = []
+    conformance = (results.get("conformance") or {}).get("anomalies") or {}
+    for label, found in ((None, results.get("anomalies") or {}), ("conformance", conformance)):
+        for name, instances in sorted(found.items()):
+            verdicts = [i.get("verdict") for i in instances if isinstance(i, dict)]
+            rows.append((f"{name} ({label})" if label else name, len(instances), verdicts.count("violation"),
+                         verdicts.count("permitted")))
+    return rows
+
+
 def _print_verdict(results: dict[str, Any], run_dir: Path) -> None:
-    counts = results.get("anomaly_counts", {})
+    rows = verdict_rows(results)
     table = Table(title=f"anomalies — {run_dir}")
-    table.add_column("anomaly")
-    table.add_column("count", justify="right")
-    for name, n in sorted(counts.items()):
-        table.add_row(name, str(n))
-    if counts:
+    for col in ("anomaly", "count", "violations", "permitted"):
+        table.add_column(col, justify="left" if col == "anomaly" else "right")
+    for name, n, bad, ok in rows:
+        table.add_row(name, str(n), f"[red]{bad}[/]" if bad else "0", str(ok))
+    if rows:
         console.print(table)
     _print_availability(results.get("availability"))
     verdict = "[red]FAIL[/]" if results.get("violations") else "[green]PASS[/]"

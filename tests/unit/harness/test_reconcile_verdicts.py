@@ -80,3 +80,16 @@ def test_spark_duplicates_get_their_send_duration_from_the_sends_table(tmp_path:
     judge_reconciled(result, [run])
     assert (slow["send_ms"], slow["verdict"]) == (6000, "permitted")
     assert (quick["send_ms"], quick["verdict"]) == (0, "violation")
+
+
+def test_the_terminal_table_counts_violations_and_permitted_per_anomaly() -> None:
+    from kafka_chaos.harness.cli import verdict_rows
+
+    results = {
+        "anomalies": {"lost-write": [{"verdict": "violation"}, {"verdict": "permitted"}, {"verdict": "violation"}],
+                      "duplicate": [{"verdict": "permitted"}]},
+        "conformance": {"anomalies": {"follower-kept-in-isr": [{"verdict": "violation"}]}},
+    }
+    assert verdict_rows(results) == [("duplicate", 1, 0, 1), ("lost-write", 3, 2, 1),
+                                     ("follower-kept-in-isr (conformance)", 1, 1, 0)]
+    assert verdict_rows({"anomalies": {}}) == []
