@@ -403,6 +403,39 @@ def _beyond_final_hw(reads: _Reads, key: str, sel: np.ndarray[Any, Any], rows: l
                                                                               "samples": last2})
 
 
+@dataclass(frozen=True)
+class _CutFollower:
+    """A follower whose fetches from its partition's leader a link fault cut, and the samples of that key taken
+    under the same leader and leader epoch as at the cut (with an ISR)."""
+
+    fault: Any
+    key: str
+    follower: int
+    leader: int
+    same_leader: list[Sample]
+
+
+def _cut_followers(by_key: dict[str, list[Sample]], faults: Iterable[Any]) -> Iterable[_CutFollower]:
+    """Every (fault, key, follower) where a cutting link fault (healed within the run) cut the follower's
+    connections to the inter-broker listener of the key's leader at the time of the cut."""
+    for w in faults:
+        if w.f not in CUTTING_LINK_FAULTS or w.end is None or not isinstance(w.value, Mapping):
+            continue
+        cut = {(a, b) for a, b, listener, *_ in (w.value.get("links") or []) if listener == "internal"}
+        for key, rows in by_key.items():
+            at_cut = [s for s in rows if s["time"] <= w.start]
+            if not at_cut or at_cut[-1].get("leader") is None:
+                continue
+            leader, epoch = at_cut[-1]["leader"], at_cut[-1].get("leader_epoch")
+            followers = sorted({f for f, b in cut if b == leader})
+            if not followers:
+                continue
+            same_leader = [s for s in rows if s.get("leader") == leader and s.get("leader_epoch") == epoch
+                           and isinstance(s.get("isr"), list)]
+            for follower in followers:
+                yield _CutFollower(w, key, follower, leader, same_leader)
+
+
 def follower_kept_in_isr(by_key: dict[str, list[Sample]], sends: pa.Table, faults: Iterable[Any], lag_ns: int,
                          staleness_ns: int) -> list[dict[str, Any]]:
     """A follower whose fetches from the leader were cut, still in the ISR after the model's deadline.
@@ -423,29 +456,17 @@ def follower_kept_in_isr(by_key: dict[str, list[Sample]], sends: pa.Table, fault
         return out
     keys = np.asarray(sends.column("key").to_pylist(), dtype=object)
     invoked = sends.column("invoke_time").to_numpy(zero_copy_only=False)
-    for w in faults:
-        if w.f not in CUTTING_LINK_FAULTS or w.end is None or not isinstance(w.value, Mapping):
-            continue
-        cut = {(a, b) for a, b, listener, *_ in (w.value.get("links") or []) if listener == "internal"}
+    for c in _cut_followers(by_key, faults):
+        w = c.fault
         deadline = w.start + lag_ns + lag_ns // 2 + staleness_ns
         if deadline >= w.end:
             continue
-        for key, rows in by_key.items():
-            at_cut = [s for s in rows if s["time"] <= w.start]
-            if not at_cut or at_cut[-1].get("leader") is None:
-                continue
-            leader, epoch = at_cut[-1]["leader"], at_cut[-1].get("leader_epoch")
-            fed = bool(np.any((keys == key) & (invoked >= w.start) & (invoked <= deadline - lag_ns)))
-            if not fed:
-                continue
-            late = [s for s in rows if deadline <= s["time"] < w.end and s.get("leader") == leader
-                    and s.get("leader_epoch") == epoch and isinstance(s.get("isr"), list)]
-            for follower in sorted({f for f, b in cut if b == leader}):
-                kept = [s for s in late if follower in s["isr"]]
-                if kept:
-                    out.append({"key": key, "follower": follower, "leader": leader, "fault": w.f,
-                                "cut_at": w.start, "deadline": deadline, "time": kept[0]["time"],
-                                "samples": kept[:MAX_SAMPLES_PER_INSTANCE]})
+        fed = bool(np.any((keys == c.key) & (invoked >= w.start) & (invoked <= deadline - lag_ns)))
+        kept = [s for s in c.same_leader if deadline <= s["time"] < w.end and c.follower in s["isr"]]
+        if fed and kept:
+            out.append({"key": c.key, "follower": c.follower, "leader": c.leader, "fault": w.f,
+                        "cut_at": w.start, "deadline": deadline, "time": kept[0]["time"],
+                        "samples": kept[:MAX_SAMPLES_PER_INSTANCE]})
     return out
 
 
@@ -460,25 +481,15 @@ def follower_rejoined_while_cut(by_key: dict[str, list[Sample]], faults: Iterabl
     show the ISR of before the shrink for that long).
     """
     out: list[dict[str, Any]] = []
-    for w in faults:
-        if w.f not in CUTTING_LINK_FAULTS or w.end is None or not isinstance(w.value, Mapping):
+    for c in _cut_followers(by_key, faults):
+        during = [s for s in c.same_leader if c.fault.start < s["time"] < c.fault.end]
+        left = next((s["time"] for s in during if c.follower not in s["isr"]), None)
+        if left is None:
             continue
-        cut = {(a, b) for a, b, listener, *_ in (w.value.get("links") or []) if listener == "internal"}
-        for key, rows in by_key.items():
-            at_cut = [s for s in rows if s["time"] <= w.start]
-            if not at_cut or at_cut[-1].get("leader") is None:
-                continue
-            leader, epoch = at_cut[-1]["leader"], at_cut[-1].get("leader_epoch")
-            during = [s for s in rows if w.start < s["time"] < w.end and s.get("leader") == leader
-                      and s.get("leader_epoch") == epoch and isinstance(s.get("isr"), list)]
-            for follower in sorted({f for f, b in cut if b == leader}):
-                left = next((s["time"] for s in during if follower not in s["isr"]), None)
-                if left is None:
-                    continue
-                back = [s for s in during if s["time"] >= left + staleness_ns and follower in s["isr"]]
-                if len(back) >= 2:
-                    out.append({"key": key, "follower": follower, "leader": leader, "fault": w.f,
-                                "left_at": left, "time": back[0]["time"], "samples": back[:MAX_SAMPLES_PER_INSTANCE]})
+        back = [s for s in during if s["time"] >= left + staleness_ns and c.follower in s["isr"]]
+        if len(back) >= 2:
+            out.append({"key": c.key, "follower": c.follower, "leader": c.leader, "fault": c.fault.f,
+                        "left_at": left, "time": back[0]["time"], "samples": back[:MAX_SAMPLES_PER_INSTANCE]})
     return out
 
 
