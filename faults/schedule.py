@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from kafka_chaos.faults.node_links import Direction, Selector
 from kafka_chaos.faults.partitions import Shape
-from kafka_chaos.faults.registry import FaultKind
+from kafka_chaos.faults.registry import KINDS, FaultKind
 from kafka_chaos.faults.targets import Target
 
 
@@ -57,6 +57,7 @@ class FaultGenerator(_Strict):
     links: Selector = "replication"
     direction: Direction = "both"
     period_ms: int = Field(1000, ge=50)
+    free_mb: float = Field(0, ge=0)
 
 
 class FaultsConfig(_Strict):
@@ -106,17 +107,17 @@ class PlannedFault:
 
 
 def _link_params(kind: str, spec: FaultSpec | FaultGenerator, jitter_ms: int = 0) -> dict[str, Any]:
+    """The options of a kind that take any: which links and how, delays, rates, a flap's period, free space."""
     params: dict[str, Any] = {}
-    if kind == "disk-full":
-        return {"free_mb": getattr(spec, "free_mb", 0.0)}
-    if kind.startswith("link-") and kind != "link-down":  # between nodes (link-down is the client link's)
+    if "sized-disks" in KINDS[kind].needs:
+        return {"free_mb": spec.free_mb}
+    if KINDS[kind].family == "node-link":
         params = {"links": spec.links, "direction": spec.direction}
-        kind = kind.removeprefix("link-")
-        if kind == "flap":
+        if kind == "link-flap":
             params["period_ms"] = spec.period_ms
-    if kind == "latency":
+    if kind in ("latency", "link-latency"):
         return {**params, "latency_ms": spec.latency_ms, "jitter_ms": jitter_ms}
-    if kind == "bandwidth":
+    if kind in ("bandwidth", "link-bandwidth"):
         return {**params, "rate_kbps": spec.rate_kbps}
     return params
 
