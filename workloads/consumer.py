@@ -84,12 +84,17 @@ def start_reading(consumer: Consumer, process: int, recorder: Recorder, settings
 
 
 class ConsumerWorkload:
+    """One consumer thread polling until stopped, every op recorded. Subclasses choose the client's settings
+    (`client_config`) and how it starts reading (`start_reading`)."""
+
+    thread_name = "consumer"
+
     def __init__(self, settings: ConsumerSettings, recorder: Recorder) -> None:
         self.settings = settings
         self.recorder = recorder
         self.stop_event = threading.Event()
         self.polls = 0
-        self._thread = threading.Thread(target=self._run, name="consumer", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=self.thread_name, daemon=True)
 
     def start(self) -> None:
         self._thread.start()
@@ -98,11 +103,17 @@ class ConsumerWorkload:
         self.stop_event.set()
         self._thread.join()
 
+    def client_config(self) -> dict[str, Any]:
+        return self.settings.client_config()
+
+    def start_reading(self, consumer: Consumer, process: int) -> None:
+        start_reading(consumer, process, self.recorder, self.settings)
+
     def _run(self) -> None:
-        consumer = Consumer(self.settings.client_config())
+        consumer = Consumer(self.client_config())
         process = self.recorder.new_process()
         try:
-            start_reading(consumer, process, self.recorder, self.settings)
+            self.start_reading(consumer, process)
             while not self.stop_event.is_set():
                 poll_once(consumer, process, self.recorder, self.settings)
                 self.polls += 1

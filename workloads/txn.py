@@ -34,7 +34,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 
 from kafka_chaos.cluster.logs import client_logger
 from kafka_chaos.workloads.config import WorkloadConfig
-from kafka_chaos.workloads.consumer import ConsumerSettings, end_offsets, poll_once, start_reading
+from kafka_chaos.workloads.consumer import ConsumerSettings, ConsumerWorkload, end_offsets, poll_once, start_reading
 from kafka_chaos.workloads.recorder import Recorder, parse_payload, payload
 
 if TYPE_CHECKING:  # types only: workloads never import the harness at run time
@@ -259,39 +259,25 @@ class TxnProducerThread:
             return type_ == "fail"
 
 
-class IsolatedConsumer:
+class IsolatedConsumer(ConsumerWorkload):
     """A standalone reader at one isolation level: every partition from the beginning, no group."""
 
     def __init__(self, bootstrap: str, topic: str, partitions: int, isolation: str, recorder: Recorder,
                  max_records: int) -> None:
-        self.settings = ConsumerSettings(bootstrap, topic, partitions, max_records=max_records)
-        self.isolation, self.recorder = isolation, recorder
-        self.stop_event = threading.Event()
-        self.polls = 0
-        self._thread = threading.Thread(target=self._run, name=f"consumer-{isolation}", daemon=True)
+        self.isolation = isolation
+        self.thread_name = f"consumer-{isolation}"
+        super().__init__(ConsumerSettings(bootstrap, topic, partitions, max_records=max_records), recorder)
 
-    def start(self) -> None:
-        self._thread.start()
+    def client_config(self) -> dict[str, Any]:
+        return {**self.settings.client_config(), "isolation.level": self.isolation,
+                "client.id": f"kafka-chaos-consumer-{self.isolation}"}
 
-    def stop(self) -> None:
-        self.stop_event.set()
-        self._thread.join()
-
-    def _run(self) -> None:
+    def start_reading(self, consumer: Consumer, process: int) -> None:
         s = self.settings
-        consumer = Consumer({**s.client_config(), "isolation.level": self.isolation,
-                             "client.id": f"kafka-chaos-consumer-{self.isolation}"})
-        process = self.recorder.new_process()
-        try:
-            value = {"keys": s.keys(), "isolation": self.isolation}
-            self.recorder.record(process, "invoke", "assign", value)
-            consumer.assign([TopicPartition(s.topic, p, OFFSET_BEGINNING) for p in range(s.partitions)])
-            self.recorder.record(process, "ok", "assign", value)
-            while not self.stop_event.is_set():
-                poll_once(consumer, process, self.recorder, s)
-                self.polls += 1
-        finally:
-            consumer.close()
+        value = {"keys": s.keys(), "isolation": self.isolation}
+        self.recorder.record(process, "invoke", "assign", value)
+        consumer.assign([TopicPartition(s.topic, p, OFFSET_BEGINNING) for p in range(s.partitions)])
+        self.recorder.record(process, "ok", "assign", value)
 
 
 def txn_final_drain(settings: ConsumerSettings, recorder: Recorder, timeout_s: float) -> bool:
