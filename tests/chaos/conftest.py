@@ -20,6 +20,12 @@ def samples(result: RunResult) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
+def topic_of(result: RunResult) -> str:
+    """The run's topic, from the history's `topic` event (a shared cluster gives each run its own)."""
+    (topic,) = [e["value"]["topic"] for e in events(result) if e["process"] == "harness" and e["f"] == "topic"]
+    return str(topic)
+
+
 def nemesis(result: RunResult, f: str) -> list[dict[str, Any]]:
     """The `info` events (the fault took effect) of nemesis op `f`, in order."""
     return [e for e in events(result) if e["process"] == "nemesis" and e["f"] == f and e["type"] == "info"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import SCENARIOS, events, nemesis, samples
+from .conftest import SCENARIOS, nemesis, samples, topic_of
 
 pytestmark = [pytest.mark.cluster, pytest.mark.chaos]
 
@@ -26,7 +26,7 @@ def test_a_leader_whose_disk_fills_up_shuts_down_and_nothing_acknowledged_is_los
     assert freed["value"]["freed"][str(victim)] == disk["ballast"]
     log = (result.run_dir / "logs" / f"node-{victim}.log").read_text(errors="replace")
     assert "No space left on device" in log
-    (topic,) = [e["value"]["topic"] for e in events(result) if e["process"] == "harness" and e["f"] == "topic"]
+    topic = topic_of(result)
     during = [s for s in samples(result) if s["key"].startswith(topic + "/")
               and full["time"] <= s["time"] <= freed["time"] and s["leader"] is not None]
     assert during and all(s["leader"] != victim for s in during[-3:]), "leadership stayed on the full disk"

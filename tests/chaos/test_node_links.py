@@ -12,7 +12,7 @@ import pytest
 
 from kafka_chaos.harness.run import RunResult
 
-from .conftest import SCENARIOS, events, nemesis, samples, sends_between
+from .conftest import SCENARIOS, events, nemesis, samples, sends_between, topic_of
 
 pytestmark = [pytest.mark.cluster, pytest.mark.chaos]
 
@@ -31,7 +31,7 @@ def window(result: RunResult, kind: str) -> tuple[dict[str, Any], int, int]:
 
 def states(result: RunResult, start: int, end: int) -> list[dict[str, Any]]:
     """The observer's samples of the topic's one partition between two history times."""
-    (topic,) = [e["value"]["topic"] for e in events(result) if e["process"] == "harness" and e["f"] == "topic"]
+    topic = topic_of(result)
     return [s for s in samples(result)
             if s["key"] == f"{topic}/0" and start <= s["time"] <= end and s["isr"] is not None]
 
