@@ -11,8 +11,8 @@ from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import StringConstraints
 
-SymbolicTarget = Literal["one", "leader", "follower", "controller", "minority", "majority", "all", "previous",
-                         "txn-coordinator"]
+SymbolicTarget = Literal["one", "leader", "follower", "spare", "controller", "minority", "majority", "all",
+                         "previous", "txn-coordinator"]
 RackTarget = Annotated[str, StringConstraints(pattern=r"^rack:[A-Za-z0-9_.-]+$")]  # every broker of one rack
 Target = SymbolicTarget | RackTarget | list[int]
 
@@ -85,10 +85,11 @@ def txn_coordinator(cluster: Cluster, topic: str) -> int:
 def resolve(target: Target, cluster: Cluster, topic: str, rng: random.Random, *, brokers_only: bool = False,
             previous: list[int] | None = None) -> list[int]:
     """Node ids for `target`, now. `leader` is the leader of the topic's partition 0 (the first key) and
-    `follower` one of its other replicas; `previous` is the nodes of the fault before this one (to crash a node
-    that an earlier fault isolated); `txn-coordinator` the coordinator of the transactional workload's
-    transactional.id (`txn_workload_id`); `one`, `follower`, `minority`, `majority` are drawn from the run's seeded
-    random source, so a seed replays the same choices."""
+    `follower` one of its other replicas; `spare` a broker holding no replica of it (the one a reassignment to a
+    higher replication factor adds, so that a fault can strike it before the reassignment starts); `previous` is
+    the nodes of the fault before this one (to crash a node that an earlier fault isolated); `txn-coordinator` the
+    coordinator of the transactional workload's transactional.id (`txn_workload_id`); `one`, `follower`, `spare`,
+    `minority`, `majority` are drawn from the run's seeded random source, so a seed replays the same choices."""
     ids = sorted(n.node_id for n in cluster.nodes.values() if n.is_broker or not brokers_only)
     if isinstance(target, list):
         unknown = set(target) - set(ids)
@@ -123,6 +124,14 @@ def resolve(target: Target, cluster: Cluster, topic: str, rng: random.Random, *,
         if not followers:
             raise TargetError(f"{topic}/0 has no follower")
         return [rng.choice(followers)]
+    if target == "spare":
+        states = cluster.partition_states(topic)
+        replicas = set(states[0].replicas) if states else set()
+        brokers = sorted(n.node_id for n in cluster.nodes.values() if n.is_broker)
+        spare = [b for b in brokers if b not in replicas]
+        if not states or not spare:
+            raise TargetError(f"every broker holds a replica of {topic}/0: no spare broker")
+        return [rng.choice(spare)]
     if target == "txn-coordinator":
         return [txn_coordinator(cluster, topic)]
     if target == "controller":

@@ -58,6 +58,31 @@ def test_reassignment_raises_the_replication_factor_under_load(chaos_run) -> Non
     assert not result.results["violations"] and result.results["anomaly_counts"].get("lost-write", 0) == 0
 
 
+def test_reassignment_waits_for_the_new_replicas_paused_broker(chaos_run) -> None:
+    """RF 2 → 3 on one partition while the broker receiving the new replica is paused (`spare`, chosen before the
+    reassignment). Kafka (KIP-455): an adding replica joins the ISR only once caught up, and the reassignment
+    completes only then; the old ISR of 2 = min.insync keeps taking acks=all writes. The model: nothing lost."""
+    scenario = {**BASE, "name": "reassign-paused-replica", "duration_s": 20,
+                "topic": {"partitions": 1, "replication_factor": 2, "min_insync_replicas": 2},
+                "faults": {"schedule": [{"kind": "pause", "target": "spare", "at_s": 2, "duration_s": 7}]},
+                "operations": [{"kind": "reassign", "at_s": 3, "replication_factor": 3, "healthy_timeout_s": 40}]}
+    result = chaos_run(scenario)
+    (paused,) = nemesis(result, "pause")
+    (resumed,) = nemesis(result, "resume")
+    (new_broker,) = paused["value"]["nodes"]
+    outcome = done(result, "reassign")
+    assert outcome["done"] and new_broker in outcome["target"]["0"], outcome
+    finished = next(e for e in operator_events(result) if e["f"] == "reassign-done")
+    assert finished["time"] > resumed["time"], "the reassignment finished while its new replica could not fetch"
+    topic = topic_of(result)
+    during = [s for s in samples(result) if s["key"] == f"{topic}/0" and paused["time"] < s["time"] < resumed["time"]]
+    assert during and all(new_broker not in (s["isr"] or []) for s in during), during
+    assert sends_between(result, paused["time"], resumed["time"]) > 0, "the old ISR (2 = min.insync) took no write"
+    last = [s for s in samples(result) if s["key"] == f"{topic}/0"][-1]
+    assert sorted(last["replicas"]) == sorted(last["isr"]) == [1, 2, 3], last
+    assert result.results["anomaly_counts"].get("lost-write", 0) == 0 and not result.results["violations"]
+
+
 def test_preferred_election_moves_leadership_back_after_a_leader_kill(chaos_run) -> None:
     scenario = {**BASE, "name": "preferred-election", "duration_s": 18,
                 "faults": {"schedule": [{"kind": "kill", "target": "leader", "at_s": 2, "duration_s": 4}]},

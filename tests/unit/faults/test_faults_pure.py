@@ -121,6 +121,14 @@ def test_symbolic_targets_resolve_from_live_metadata() -> None:
         resolve("leader", FakeCluster([FakeState(leader=None)]), "t", rng)
 
 
+def test_spare_is_a_broker_without_a_replica_of_partition_0() -> None:
+    rng = random.Random(0)
+    assert resolve("spare", FakeCluster([FakeState(leader=1, replicas=(1, 3))]), "t", rng) == [2]
+    assert resolve("spare", FakeCluster([FakeState(leader=1, replicas=(1,))]), "t", rng) in ([2], [3])
+    with pytest.raises(TargetError, match="no spare broker"):  # controller 101 is no broker: never a spare
+        resolve("spare", FakeCluster([FakeState(leader=1)]), "t", rng)
+
+
 def test_scenario_errors_name_field_value_and_allowed_values() -> None:
     with pytest.raises(ScenarioError) as err:
         parse_scenario({"name": "x", "topic": {"replication_factor": 3, "min_insync_replicas": 4}}, "s.toml")
