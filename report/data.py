@@ -72,6 +72,8 @@ class HistoryScan:
     drain_start: int | None = None
     """When the final read began (the harness's `drain-start`)."""
     nemesis: list[dict[str, Any]] = field(default_factory=list)
+    fetch_from: list[dict[str, Any]] = field(default_factory=list)
+    """Rack-aware consumers' `fetch-from` events (the replica each partition was fetched from), with `time`."""
     counts: Counter[tuple[str, str, int]] = field(default_factory=Counter)
     """(f, type, second) → completed client ops."""
     latency: dict[int, list[int]] = field(default_factory=lambda: defaultdict(list))
@@ -181,6 +183,8 @@ def scan_history(path: Path, wanted: Iterable[int] = ()) -> HistoryScan:
                     scan.drain_complete = ev.get("value") is True
                 elif f == "drain-start" and isinstance(ev.get("time"), int):
                     scan.drain_start = ev["time"]
+                elif f == "fetch-from" and isinstance(ev.get("value"), dict):
+                    scan.fetch_from.append({**ev["value"], "time": t})
             elif idx in want:
                 scan.lines[idx] = _op_line(ev, idx, lineno, line)
     for inv in pending.values():

@@ -320,6 +320,14 @@ def health(data: RunData) -> dict[str, Any] | None:
                                   "controllers")}
 
 
+def fetch_sources(data: RunData) -> list[dict[str, Any]]:
+    """Which replica served each rack-aware consumer's reads (KIP-392), from each change to the end of the run:
+    `follower` when it was not the partition's leader."""
+    return [{"time": f"{e['time'] / 1e9:.3f}", "process": e.get("process"), "key": e.get("key"),
+             "broker": e.get("broker"), "leader": e.get("leader"),
+             "follower": e.get("broker") != e.get("leader")} for e in data.history.fetch_from]
+
+
 def availability(data: RunData) -> dict[str, Any] | None:
     a = as_dict((data.results or {}).get("availability"))
     if not a:
@@ -362,6 +370,6 @@ def page(data: RunData) -> dict[str, Any]:
             "verdict": v, "config_line": config_line(data), "completeness": completeness(data),
             "summary": summary(data), "anomalies": anomalies(data), "model": model(data),
             "faults": fault_rows(data), "crash": crash(data), "health": health(data),
-            "availability": availability(data),
+            "availability": availability(data), "fetch_sources": fetch_sources(data),
             "state_changes": data.state.changes[:200], "state_changes_total": len(data.state.changes),
             "history_lines": sorted(data.history.lines.values(), key=lambda ln: ln.line)}

@@ -3,15 +3,21 @@
 
 `assign` consumers read every partition from the beginning with no group (so positions only move by reading);
 `subscribe` consumers join a group, where rebalances may move positions: the checker allows their poll skips.
+
+With `client.rack` (KIP-392), which replica serves a consumer's fetches is the broker's choice: each consumer then
+records, from librdkafka's statistics (per partition `broker`: the broker it fetches from, and `leader`), a harness
+event `fetch-from` `{"process", "key", "broker", "leader"}` whenever that changes (docs/architecture.md §3).
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
 import time
 import uuid
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -50,6 +56,30 @@ class ConsumerSettings:
 
     def keys(self) -> list[str]:
         return [f"{self.topic}/{p}" for p in range(self.partitions)]
+
+
+FETCH_STATS_INTERVAL_MS = 1000
+"""How often a rack-aware consumer's statistics (and so its fetch sources) are read."""
+
+
+def fetch_sources_recorder(recorder: Recorder, process: int, topic: str) -> Callable[[str], None]:
+    """librdkafka's `stats_cb`: records `fetch-from` when the broker a partition is fetched from (or its leader)
+    changes. Called from the consumer's own poll, so it runs on the consumer's thread."""
+    seen: dict[str, tuple[int, int]] = {}
+
+    def on_stats(raw: str) -> None:
+        partitions = json.loads(raw).get("topics", {}).get(topic, {}).get("partitions", {})
+        for p, part in partitions.items():
+            broker, leader = part.get("broker", -1), part.get("leader", -1)
+            if int(p) < 0 or broker < 0:  # -1: librdkafka's unassigned-partition entry, or not fetching yet
+                continue
+            key = f"{topic}/{p}"
+            if seen.get(key) != (broker, leader):
+                seen[key] = (broker, leader)
+                recorder.record("harness", "info", "fetch-from",
+                                {"process": process, "key": key, "broker": broker, "leader": leader})
+
+    return on_stats
 
 
 def poll_once(consumer: Consumer, process: int, recorder: Recorder, settings: ConsumerSettings,
@@ -110,8 +140,12 @@ class ConsumerWorkload:
         start_reading(consumer, process, self.recorder, self.settings)
 
     def _run(self) -> None:
-        consumer = Consumer(self.client_config())
         process = self.recorder.new_process()
+        config = self.client_config()
+        if self.settings.client_rack:
+            config |= {"statistics.interval.ms": FETCH_STATS_INTERVAL_MS,
+                       "stats_cb": fetch_sources_recorder(self.recorder, process, self.settings.topic)}
+        consumer = Consumer(config)
         try:
             self.start_reading(consumer, process)
             while not self.stop_event.is_set():

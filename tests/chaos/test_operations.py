@@ -170,5 +170,10 @@ def test_rack_cut_in_a_two_rack_cluster(chaos_run) -> None:
     assert sends_between(result, rack_a_only, heal["time"]) > 0, \
         "no acknowledged write after the ISR shrank to rack a (2 = min.insync) and before the heal"
     assert "broker.rack = b" in (result.run_dir / "logs" / "node-2.log").read_text()
+    # KIP-392: before the cut, the rack-b consumers' reads of partitions led from rack a are served by node 2
+    fetched = [e["value"] for e in events(result) if e["process"] == "harness" and e["f"] == "fetch-from"
+               and e["time"] < cut["time"]]
+    assert any(f["broker"] == 2 and f["leader"] != 2 for f in fetched), fetched
+    assert "Reads served by" in (result.run_dir / "report.html").read_text()
     counts = result.results["anomaly_counts"]
     assert counts.get("lost-write", 0) == 0 and not result.results["violations"], counts
