@@ -57,6 +57,9 @@ class KafkaCluster:
         self.spec = spec or ClusterSpec()
         self.run_id = run_id or new_run_id()
         self.cluster_id = new_cluster_id()
+        self.directory_ids = {i: new_cluster_id() for i in self.spec.controller_ids()} if self.spec.dynamic_quorum \
+            else {}
+        """KIP-853: each controller's log directory id, which --initial-controllers names beside its endpoint."""
         self.client: docker.DockerClient = docker_client()
         self.network_name = f"kc-{self.run_id}"
         self._network: Network | None = None

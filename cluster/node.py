@@ -89,6 +89,15 @@ class KafkaNode:
             raise ClusterError(f"{self!r} has not been created")
         return self._container.get_wrapped_container()
 
+    config_path = CONFIG_PATH
+    """Its server.properties inside the container (what a Kafka tool run on the node is given as its config)."""
+    data_dir = DATA_DIR
+
+    @property
+    def controller_port(self) -> int:
+        """Its controller listener's port (per node with link proxies: cluster.node_links)."""
+        return settings.controller_port(self.node_id, self.cluster.spec.link_proxies)
+
     @property
     def internal_port(self) -> int:
         """Its inter-broker listener's port (per node with link proxies: cluster.node_links)."""
@@ -99,12 +108,11 @@ class KafkaNode:
     def server_properties(self) -> dict[str, str]:
         spec = self.cluster.spec
         proxied = spec.link_proxies
-        voters = ",".join(f"{i}@node-{i}:{settings.controller_port(i, proxied)}" for i in spec.controller_ids())
         roles = {"combined": "broker,controller", "broker": "broker", "controller": "controller"}[self.role]
         props: dict[str, str] = {
             "process.roles": roles,
             "node.id": str(self.node_id),
-            "controller.quorum.voters": voters,
+            **self._quorum_properties(),
             "controller.listener.names": "CONTROLLER",
             "log.dirs": DATA_DIR,
         }
@@ -134,17 +142,38 @@ class KafkaNode:
             props["broker.rack"] = self.rack
         return props
 
+    def _quorum_properties(self) -> dict[str, str]:
+        """A static quorum names its voters; a dynamic one (KIP-853) only where to find the controllers: the voters
+        are in the metadata log, from --initial-controllers at format time and add/remove-controller since."""
+        spec = self.cluster.spec
+        endpoints = {i: f"node-{i}:{settings.controller_port(i, spec.link_proxies)}" for i in spec.controller_ids()}
+        if spec.dynamic_quorum:
+            return {"controller.quorum.bootstrap.servers": ",".join(endpoints.values())}
+        return {"controller.quorum.voters": ",".join(f"{i}@{e}" for i, e in endpoints.items())}
+
+    def _format_flags(self) -> str:
+        """kafka-storage format's quorum flags: with a dynamic quorum, every controller is formatted with the same
+        initial voter set (id@host:port:directory-id; its own directory id taken from it), brokers with none."""
+        spec = self.cluster.spec
+        if not spec.dynamic_quorum:
+            return ""
+        if not self.is_controller:
+            return " --no-initial-controllers"
+        voters = ",".join(f"{i}@node-{i}:{settings.controller_port(i, spec.link_proxies)}:{d}"
+                          for i, d in self.cluster.directory_ids.items())
+        return f" --initial-controllers {voters}"
+
     def _entrypoint(self) -> str:
         """Write our server.properties, format storage once (a restart keeps its data), exec the server."""
         spec = self.cluster.spec
-        features = ""
+        flags = self._format_flags()
         if spec.elr is not None:
-            features = f" --feature eligible.leader.replicas.version={1 if spec.elr else 0}"
+            flags += f" --feature eligible.leader.replicas.version={1 if spec.elr else 0}"
         return (
             "set -e; mkdir -p /etc/kafka-chaos; "
             f'echo "$KAFKA_CHAOS_PROPERTIES" | base64 -d > {CONFIG_PATH}; '
             f"if [ ! -f {DATA_DIR}/meta.properties ]; then "
-            f"kafka-storage.sh format -t {self.cluster.cluster_id} -c {CONFIG_PATH}{features} --ignore-formatted; fi; "
+            f"kafka-storage.sh format -t {self.cluster.cluster_id} -c {CONFIG_PATH}{flags} --ignore-formatted; fi; "
             f"exec kafka-server-start.sh {CONFIG_PATH}"
         )
 

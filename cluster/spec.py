@@ -35,6 +35,9 @@ class ClusterSpec(BaseModel):
         None, ge=16, le=4096,
         description="each node's data on a tmpfs of this many MiB mounted on the host, so disk-full can fill it")
     elr: bool | None = Field(None, description="None: the version's default; else eligible.leader.replicas.version")
+    dynamic_quorum: bool = Field(False, description="KIP-853: controllers found through controller.quorum."
+                                                    "bootstrap.servers and formatted with --initial-controllers, so "
+                                                    "add-controller/remove-controller can change the voters")
     broker_overrides: dict[str, str] = Field(default_factory=dict)
     bootstrap_servers: str | None = Field(None, description="an external cluster: run against it, start nothing")
     control: NodeControl | None = Field(None, description="an external cluster's node commands ({node} = id)")
@@ -57,6 +60,17 @@ class ClusterSpec(BaseModel):
         if self.elr is not None and major_minor < (4, 0):
             raise ValueError(f"elr: Kafka {self.kafka_version} has no eligible.leader.replicas feature (it came in "
                              "4.0); remove cluster.elr or use kafka_version 4.0.1 or later")
+        return self
+
+    @model_validator(mode="after")
+    def _dynamic_quorum_needs_3_9(self) -> ClusterSpec:
+        major_minor = tuple(int(p) for p in self.kafka_version.split(".")[:2] if p.isdigit())
+        if self.dynamic_quorum and major_minor < (3, 9):
+            raise ValueError(f"dynamic_quorum: Kafka {self.kafka_version} has no dynamic KRaft quorum (KIP-853 came "
+                             "in 3.9, kraft.version 1); remove cluster.dynamic_quorum or use 3.9.1 or later")
+        if self.dynamic_quorum and self.bootstrap_servers:
+            raise ValueError("cluster.dynamic_quorum formats the controllers kafka-chaos starts; remove it for "
+                             "bootstrap_servers")
         return self
 
     @model_validator(mode="after")

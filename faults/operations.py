@@ -15,6 +15,10 @@ know which brokers were down and when.
 - `reassign` — change a partition's replica set through the Admin API (KIP-455 AlterPartitionReassignments):
   explicit `replicas`, or raise/lower the replication factor to `replication_factor`; optional replication
   throttle while it runs. Waits until the reassignment is done and the new replicas are in sync.
+- `remove-controller` / `add-controller` — KIP-853, a dynamic KRaft quorum (`[cluster] dynamic_quorum = true`):
+  `kafka-metadata-quorum.sh remove-controller` takes `controller_id` (with its log directory's id, from its
+  meta.properties) out of the voters, leaving it running as an observer; `add-controller`, run on that node with
+  its own configuration, adds it back. Each waits until DescribeQuorum's current voters show the change.
 """
 
 from __future__ import annotations
@@ -34,9 +38,19 @@ from kafka_chaos.cluster.images import kafka_image
 if TYPE_CHECKING:  # types only: faults never import the harness at run time
     from kafka_chaos.harness.testmap import RunContext
 
-OperationKind = Literal["rolling-restart", "rolling-upgrade", "preferred-election", "reassign"]
+OperationKind = Literal["rolling-restart", "rolling-upgrade", "preferred-election", "reassign", "remove-controller",
+                        "add-controller"]
+CONTROLLER_MEMBERSHIP = ("remove-controller", "add-controller")
 OPERATOR = "operator"  # the history process of every operation event
 _LOG_LINE = re.compile(r"^\[\d{4}-\d\d-\d\d ")  # a log4j line the tools print beside their answer
+_LOG_TAIL = re.compile(r"^\s*\(org\.apache\.[\w.$]+\)$")  # the logger name ending a multi-line log message
+
+
+def _answer(out: str) -> str:
+    """What a Kafka tool said: its answer without the log4j lines (and their indented configs) around it."""
+    said = [line for line in out.splitlines()
+            if line.strip() and not _LOG_LINE.match(line) and not _LOG_TAIL.match(line) and not line.startswith("\t")]
+    return "\n".join(said)[-4000:]
 
 
 class OperationSpec(BaseModel):
@@ -55,6 +69,7 @@ class OperationSpec(BaseModel):
     to_version: str | None = Field(None, description="rolling-upgrade: the Kafka version to move every node to")
     release_version: str | None = Field(None, description="rolling-upgrade: finalize features of this release")
     features: dict[str, int] = Field(default_factory=dict, description="rolling-upgrade: feature levels to set")
+    controller_id: int | None = Field(None, description="remove-controller/add-controller: the controller's node id")
 
     @model_validator(mode="after")
     def _fields_fit_kind(self) -> OperationSpec:
@@ -68,16 +83,29 @@ class OperationSpec(BaseModel):
             raise ValueError(f"nodes belongs to rolling-restart and rolling-upgrade, not to {self.kind}")
         if self.kind == "rolling-upgrade" and not self.to_version:
             raise ValueError("a rolling-upgrade operation needs to_version (e.g. \"4.3.1\")")
+        if self.kind in CONTROLLER_MEMBERSHIP and self.controller_id is None:
+            raise ValueError(f"a {self.kind} operation needs controller_id (the controller's node id)")
+        if self.kind not in CONTROLLER_MEMBERSHIP and self.controller_id is not None:
+            raise ValueError(f"controller_id belongs to remove-controller and add-controller, not to {self.kind}")
         if self.kind != "rolling-upgrade" and (self.to_version or self.release_version or self.features):
             raise ValueError(f"to_version, release_version and features belong to rolling-upgrade, not to {self.kind}")
         return self
 
 
-def validate_against(ops: Sequence[OperationSpec], broker_ids: Sequence[int], replication_factor: int) -> None:
-    """What can be checked before any container starts: node ids exist, a new replication factor fits."""
+def validate_against(ops: Sequence[OperationSpec], broker_ids: Sequence[int], replication_factor: int,
+                     controller_ids: Sequence[int] = (), dynamic_quorum: bool = False) -> None:
+    """What can be checked before any container starts: node ids exist, a new replication factor fits, controller
+    membership changes have a dynamic quorum to change."""
     brokers = set(broker_ids)
     for i, op in enumerate(ops):
         where = f"operations.{i}"
+        if op.kind in CONTROLLER_MEMBERSHIP:
+            if not dynamic_quorum:
+                raise ValueError(f"{where} ({op.kind}) needs a dynamic KRaft quorum (KIP-853): set "
+                                 "cluster.dynamic_quorum = true")
+            if op.controller_id not in controller_ids:
+                raise ValueError(f"{where} ({op.kind}): controller_id {op.controller_id} is not a controller; "
+                                 f"controllers are {sorted(controller_ids)}")
         named = set(op.nodes or []) | {b for replicas in (op.replicas or {}).values() for b in replicas}
         if named - brokers:
             raise ValueError(f"{where} ({op.kind}) names brokers {sorted(named - brokers)} that do not exist; "
@@ -123,7 +151,9 @@ class OperationRunner:
         error: str | None = None
         try:
             outcome = {"rolling-restart": self._rolling_restart, "rolling-upgrade": self._rolling_upgrade,
-                       "preferred-election": self._preferred_election, "reassign": self._reassign}[op.kind](op)
+                       "preferred-election": self._preferred_election, "reassign": self._reassign,
+                       "remove-controller": self._controller_membership,
+                       "add-controller": self._controller_membership}[op.kind](op)
         except Exception as err:  # an operation that fails is a finding of the run, not a crash of the harness
             outcome, error = {"done": False}, f"{type(err).__name__}: {err}"
         self.history.record(OPERATOR, "info", f"{op.kind}-done", outcome, error=error)
@@ -183,9 +213,7 @@ class OperationRunner:
         steps = []
         for argv in commands:
             code, out = node.run_tool(*argv)
-            said = [line for line in out.splitlines()  # the answer, not log4j lines and their indented configs
-                    if line.strip() and not _LOG_LINE.match(line) and not line.startswith("\t")]
-            steps.append({"command": " ".join(argv[3:]), "code": code, "output": "\n".join(said)[-4000:]})
+            steps.append({"command": " ".join(argv[3:]), "code": code, "output": _answer(out)})
         return steps
 
     def _under_replicated(self) -> list[str]:
@@ -214,6 +242,60 @@ class OperationRunner:
         outcome = {f"{tp.topic}/{tp.partition}": (err.name() if err is not None else "elected")
                    for tp, err in results.items()}
         return {"done": True, "partitions": outcome}
+
+    # -- controller membership (KIP-853) --------------------------------------------------------------------
+
+    def _controller_membership(self, op: OperationSpec) -> dict[str, Any]:
+        """remove-controller / add-controller with kafka-metadata-quorum.sh, as the KIP-853 procedure runs them:
+        removal from another controller, naming the controller's directory id; addition on the node itself, with
+        its own configuration. Then wait until the current voters show the change."""
+        assert op.controller_id is not None
+        node = self.cluster.node(op.controller_id)
+        peers = [n for i, n in sorted(self.cluster.nodes.items()) if n.is_controller and i != op.controller_id]
+        bootstrap = ",".join(f"{n.alias}:{n.controller_port}" for n in peers)
+        tool = ["kafka-metadata-quorum.sh", "--bootstrap-controller", bootstrap]
+        before = self._voters(peers[0], tool)
+        if op.kind == "remove-controller":
+            directory_id = self._directory_id(node)
+            argv = [*tool, "remove-controller", "--controller-id", str(op.controller_id),
+                    "--controller-directory-id", directory_id]
+            code, out = peers[0].run_tool(*argv)
+            want = before - {op.controller_id}
+        else:
+            argv = [*tool, "--command-config", node.config_path, "add-controller"]
+            code, out = node.run_tool(*argv)
+            want = before | {op.controller_id}
+        after = before
+        start = time.monotonic()
+        while code == 0 and after != want and time.monotonic() - start < op.healthy_timeout_s \
+                and not self.stopping.is_set():
+            self.sleep(0.5)
+            with contextlib.suppress(RuntimeError):  # a controller election in between: ask again
+                after = self._voters(peers[0], tool)
+        return {"done": code == 0 and after == want, "controller": op.controller_id,
+                "voters_before": sorted(before), "voters_after": sorted(after),
+                "waited_s": round(time.monotonic() - start, 2), "command": " ".join(argv[3:]), "code": code,
+                "output": _answer(out)}
+
+    @staticmethod
+    def _voters(node: Any, tool: list[str]) -> set[int]:
+        """The quorum's current voters, from `kafka-metadata-quorum.sh describe --status` (3.9+ prints each voter
+        as an object with its id; older versions a list of ids)."""
+        code, out = node.run_tool(*tool, "describe", "--status")
+        line = next((ln for ln in out.splitlines() if ln.startswith("CurrentVoters:")), None)
+        if code != 0 or line is None:
+            raise RuntimeError(f"describe --status failed ({code}): {_answer(out)[-500:]}")
+        ids = re.findall(r'"id":\s*(\d+)', line) or re.findall(r"\d+", line.split(":", 1)[1])
+        return {int(i) for i in ids}
+
+    @staticmethod
+    def _directory_id(node: Any) -> str:
+        """The node's metadata log directory id, as `kafka-storage format` wrote it into meta.properties."""
+        code, out = node.run_tool("cat", f"{node.data_dir}/meta.properties")
+        found = re.search(r"^directory\.id=(\S+)$", out, re.MULTILINE)
+        if code != 0 or found is None:
+            raise RuntimeError(f"no directory.id in node {node.node_id}'s meta.properties: {out[-300:]}")
+        return found.group(1)
 
     # -- reassignment ---------------------------------------------------------------------------------------
 

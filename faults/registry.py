@@ -84,6 +84,10 @@ OPERATIONS: dict[str, FaultKindInfo] = {
                       "leadership back to each partition's preferred replica", "#98df8a"),
         FaultKindInfo("reassign", "reassign-done", "operation",
                       "replica sets changed through the Admin API (KIP-455)", "#aec7e8"),
+        FaultKindInfo("remove-controller", "remove-controller-done", "operation",
+                      "a controller taken out of the KRaft voters (KIP-853); it stays as an observer", "#c5b0d5"),
+        FaultKindInfo("add-controller", "add-controller-done", "operation",
+                      "a controller added to the KRaft voters (KIP-853)", "#c49c94"),
     )
 }
 

@@ -8,7 +8,7 @@ import pytest
 
 from kafka_chaos.harness.run import RunResult
 
-from .conftest import events, nemesis, samples, sends_between, topic_of
+from .conftest import SCENARIOS, events, nemesis, samples, sends_between, topic_of
 
 pytestmark = [pytest.mark.cluster, pytest.mark.chaos]
 
@@ -81,6 +81,25 @@ def test_reassignment_waits_for_the_new_replicas_paused_broker(chaos_run) -> Non
     last = [s for s in samples(result) if s["key"] == f"{topic}/0"][-1]
     assert sorted(last["replicas"]) == sorted(last["isr"]) == [1, 2, 3], last
     assert result.results["anomaly_counts"].get("lost-write", 0) == 0 and not result.results["violations"]
+
+
+def test_controller_removed_and_added_back_under_load(chaos_run) -> None:
+    """KIP-853 on a dynamic quorum: controller 3 out of the voters, then back in, while acks=all producers write.
+    Kafka: the removed controller keeps running as an observer and its broker keeps serving; a voter change is
+    committed by the remaining majority. The model: no fault, so no loss and no duplicate is permitted."""
+    result = chaos_run(SCENARIOS / "controller-membership.toml")
+    removed, added = done(result, "remove-controller"), done(result, "add-controller")
+    assert removed["done"] and removed["voters_before"] == [1, 2, 3] and removed["voters_after"] == [1, 2], removed
+    assert added["done"] and added["voters_after"] == [1, 2, 3], added
+    removed_at = next(e for e in operator_events(result) if e["f"] == "remove-controller-done")["time"]
+    add_at = next(e for e in operator_events(result) if e["f"] == "add-controller")["time"]
+    observed = [sorted(v["id"] for v in s["quorum"]["voters"]) for s in samples(result)
+                if removed_at < s["time"] < add_at and s.get("quorum")]
+    assert observed and all(v == [1, 2] for v in observed), observed  # DescribeQuorum agrees with the tool
+    assert sends_between(result, removed_at, add_at) > 0, "no acknowledged write while the quorum had 2 voters"
+    counts = result.results["anomaly_counts"]
+    assert counts.get("lost-write", 0) == counts.get("duplicate", 0) == 0, counts
+    assert result.results["complete"] and not result.results["violations"]
 
 
 def test_preferred_election_moves_leadership_back_after_a_leader_kill(chaos_run) -> None:

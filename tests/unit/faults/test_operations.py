@@ -122,6 +122,10 @@ def test_reassign_target_raises_replication_factor_with_spare_brokers() -> None:
     ([{"kind": "rebalance"}], "operations.0.kind"),
     ([{"kind": "rolling-upgrade"}], "needs to_version"),
     ([{"kind": "rolling-restart", "to_version": "4.3.1"}], "belong to rolling-upgrade"),
+    ([{"kind": "remove-controller", "controller_id": 3}], "needs a dynamic KRaft quorum (KIP-853): set "
+                                                          "cluster.dynamic_quorum = true"),
+    ([{"kind": "add-controller"}], "needs controller_id"),
+    ([{"kind": "reassign", "replication_factor": 3, "controller_id": 2}], "controller_id belongs to"),
 ])
 def test_bad_operations_are_rejected_naming_the_field(operations: list[dict[str, Any]], message: str) -> None:
     with pytest.raises(ScenarioError) as err:
@@ -162,3 +166,56 @@ def test_brokers_take_racks_in_turn_and_rack_targets_resolve_to_them() -> None:
 
     assert resolve("rack:a", RackCluster(), "t", random.Random(0)) == [1, 3]
     assert resolve("rack:b", RackCluster(), "t", random.Random(0)) == [2]
+
+
+def test_controller_ids_must_be_controllers_and_the_quorum_dynamic_from_3_9() -> None:
+    dedicated = {"nodes": 3, "controllers": 3, "dynamic_quorum": True}
+    with pytest.raises(ScenarioError, match=r"controller_id 2 is not a controller; controllers are \[101, 102, 103\]"):
+        parse_scenario({"name": "q", "cluster": dedicated,
+                        "operations": [{"kind": "remove-controller", "controller_id": 2}]})
+    assert parse_scenario({"name": "q", "cluster": dedicated,
+                           "operations": [{"kind": "remove-controller", "controller_id": 102}]}).operations
+    with pytest.raises(ScenarioError, match=r"KIP-853 came in 3\.9"):
+        parse_scenario({"name": "q", "cluster": {"kafka_version": "3.8.1", "dynamic_quorum": True}})
+
+
+class ToolNode:
+    """A node whose Kafka tools answer from a script: `describes` answer describe --status in turn, `answers` the
+    other commands by a substring of their command line."""
+
+    def __init__(self, node_id: int, describes: list[str], answers: dict[str, tuple[int, str]], ran: list[str]):
+        self.node_id, self.alias, self.controller_port = node_id, f"node-{node_id}", 9093
+        self.is_controller, self.config_path, self.data_dir = True, "/etc/p", "/data"
+        self.describes, self.answers, self.ran = describes, answers, ran
+
+    def run_tool(self, *argv: str) -> tuple[int, str]:
+        line = " ".join(argv)
+        self.ran.append(f"{self.node_id}: {line}")
+        if "describe --status" in line:
+            return 0, self.describes.pop(0)
+        return next(answer for needle, answer in self.answers.items() if needle in line)
+
+
+def test_remove_controller_names_its_directory_id_and_waits_for_the_voters() -> None:
+    ran: list[str] = []
+    voters_3 = 'CurrentVoters:          [{"id": 1, "directoryId": "a"}, {"id": 2}, {"id": 3, "directoryId": "c"}]'
+    describes = [f"ClusterId: x\n{voters_3}\n", f"ClusterId: x\n{voters_3}\n",  # not applied yet: ask again
+                 'CurrentVoters:          [{"id": 1}, {"id": 2}]\n']
+    answers = {"meta.properties": (0, "version=1\ndirectory.id=DiR3ctoryId\nnode.id=3\n"),
+               "remove-controller": (0, "[2026-11-25 03:54:00,000] INFO x\nRemoved  KRaft controller 3\n")}
+    nodes = {i: ToolNode(i, describes, answers, ran) for i in (1, 2, 3)}
+
+    class Cluster:
+        def __init__(self) -> None:
+            self.nodes = nodes
+
+        def node(self, node_id: int) -> ToolNode:
+            return nodes[node_id]
+
+    runner = OperationRunner(Cluster(), "t", None, sleep=lambda _: None)  # type: ignore[arg-type]
+    out = runner._controller_membership(OperationSpec(kind="remove-controller", controller_id=3))
+    assert out["done"] and out["voters_before"] == [1, 2, 3] and out["voters_after"] == [1, 2], out
+    assert out["output"] == "Removed  KRaft controller 3"
+    (remove,) = [r for r in ran if "remove-controller" in r]
+    assert remove.startswith("1: kafka-metadata-quorum.sh --bootstrap-controller node-1:9093,node-2:9093 ")
+    assert remove.endswith("remove-controller --controller-id 3 --controller-directory-id DiR3ctoryId")
