@@ -194,6 +194,12 @@ class ExternalCluster:
     def replace_image(self, node_id: int, image: str) -> None:
         raise ClusterError("an external cluster's nodes cannot be re-created on another image")
 
+    def add_broker(self, timeout_s: float | None = None) -> Any:
+        raise ClusterError("kafka-chaos cannot start a broker in an external cluster")
+
+    def remove_broker(self, node_id: int) -> None:
+        raise ClusterError("kafka-chaos cannot remove a broker of an external cluster")
+
     def controller_id(self) -> int | None:
         return quorum_leader(self._bootstrap)
 

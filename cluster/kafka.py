@@ -65,6 +65,8 @@ class KafkaCluster:
         self._network: Network | None = None
         self.was_partitioned = False
         """Set by any iptables partition; a shared pool replaces such a cluster rather than reuse it."""
+        self.was_reshaped = False
+        """Set when a broker was added or removed: the cluster no longer matches its spec, so a pool replaces it."""
         self.toxiproxy: Toxiproxy | None = None
         self.link_proxies: LinkProxies | None = None
         self.nodes: dict[int, KafkaNode] = {}
@@ -267,6 +269,29 @@ class KafkaCluster:
         if self._network is None:
             raise ClusterError("the cluster is not started")
         self.node(node_id).replace_image(image, self._network)
+
+    def add_broker(self, timeout_s: float | None = None) -> KafkaNode:
+        """A broker-only node with the next free id joins the running cluster (brokers are not quorum voters, so
+        nothing else changes); returns it once the metadata shows it registered."""
+        if self._network is None:
+            raise ClusterError("the cluster is not started")
+        node_id = max(n.node_id for n in self.brokers) + 1  # dedicated controllers are 101+: no clash
+        node = KafkaNode(self, node_id, "broker")
+        self.nodes[node_id] = node
+        self.was_reshaped = True
+        node.create(self._network)
+        timeout = timeout_s or self.spec.start_timeout_s
+        Wait(f"node {node_id} to log 'Kafka Server started'", timeout).until(node.started, self.all_logs)
+        Wait(f"metadata to show broker {node_id}", timeout).until(lambda: node_id in self.live_broker_ids(),
+                                                                   self.all_logs)
+        return node
+
+    def remove_broker(self, node_id: int) -> None:
+        """Remove a broker's container and data for good (after it was decommissioned)."""
+        node = self.node(node_id)
+        self.was_reshaped = True
+        node.remove()
+        del self.nodes[node_id]
 
     def controller_id(self) -> int | None:
         return quorum_leader(self.bootstrap_servers(direct=True))

@@ -30,11 +30,13 @@ class ClusterPool:
 
     def heal_or_drop(self) -> None:
         """Heal the shared cluster after a test; one that cannot be healed is replaced on next use, and so is one
-        that was partitioned: after the rules are gone, new inter-broker connections were seen to stall for
-        ~10 s (a replica fetcher's connection setup timed out), enough to starve the next test's writes."""
+        that was reshaped (a broker added or decommissioned: it no longer matches its spec) or partitioned: after
+        the rules are gone, new inter-broker connections were seen to stall for ~10 s (a replica fetcher's
+        connection setup timed out), enough to starve the next test's writes."""
         if self.current is None:
             return
-        if self.current.was_partitioned and not self.keep:  # a kept cluster stays, for the user to look at
+        # partitioned, or brokers added or removed (not its spec any more); a kept cluster stays, for the user
+        if (self.current.was_partitioned or self.current.was_reshaped) and not self.keep:
             self.release()
             return
         try:

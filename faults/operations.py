@@ -19,6 +19,11 @@ know which brokers were down and when.
   `kafka-metadata-quorum.sh remove-controller` takes `controller_id` (with its log directory's id, from its
   meta.properties) out of the voters, leaving it running as an observer; `add-controller`, run on that node with
   its own configuration, adds it back. Each waits until DescribeQuorum's current voters show the change.
+- `add-broker` — a broker-only node with the next free id joins the running cluster (nothing moves to it: a
+  later `reassign` naming it does that, as an operator would).
+- `decommission-broker` — Kafka's procedure for retiring `node`: every replica it holds (the run's topic and the
+  internal ones) moved to a broker without one (Admin API reassignment), waited for, then a controlled shutdown
+  and `kafka-cluster.sh unregister --id`; its container and data are removed.
 """
 
 from __future__ import annotations
@@ -39,11 +44,16 @@ if TYPE_CHECKING:  # types only: faults never import the harness at run time
     from kafka_chaos.harness.testmap import RunContext
 
 OperationKind = Literal["rolling-restart", "rolling-upgrade", "preferred-election", "reassign", "remove-controller",
-                        "add-controller"]
+                        "add-controller", "add-broker", "decommission-broker"]
 CONTROLLER_MEMBERSHIP = ("remove-controller", "add-controller")
 OPERATOR = "operator"  # the history process of every operation event
 _LOG_LINE = re.compile(r"^\[\d{4}-\d\d-\d\d ")  # a log4j line the tools print beside their answer
 _LOG_TAIL = re.compile(r"^\s*\(org\.apache\.[\w.$]+\)$")  # the logger name ending a multi-line log message
+
+
+def _split(key: str) -> tuple[str, int]:
+    topic, partition = key.rsplit("/", 1)
+    return topic, int(partition)
 
 
 def _answer(out: str) -> str:
@@ -70,6 +80,7 @@ class OperationSpec(BaseModel):
     release_version: str | None = Field(None, description="rolling-upgrade: finalize features of this release")
     features: dict[str, int] = Field(default_factory=dict, description="rolling-upgrade: feature levels to set")
     controller_id: int | None = Field(None, description="remove-controller/add-controller: the controller's node id")
+    node: int | None = Field(None, description="decommission-broker: the broker to retire")
 
     @model_validator(mode="after")
     def _fields_fit_kind(self) -> OperationSpec:
@@ -83,6 +94,9 @@ class OperationSpec(BaseModel):
             raise ValueError(f"nodes belongs to rolling-restart and rolling-upgrade, not to {self.kind}")
         if self.kind == "rolling-upgrade" and not self.to_version:
             raise ValueError("a rolling-upgrade operation needs to_version (e.g. \"4.3.1\")")
+        if (self.kind == "decommission-broker") != (self.node is not None):
+            raise ValueError("a decommission-broker operation needs node (the broker to retire)"
+                             if self.node is None else f"node belongs to decommission-broker, not to {self.kind}")
         if self.kind in CONTROLLER_MEMBERSHIP and self.controller_id is None:
             raise ValueError(f"a {self.kind} operation needs controller_id (the controller's node id)")
         if self.kind not in CONTROLLER_MEMBERSHIP and self.controller_id is not None:
@@ -97,8 +111,24 @@ def validate_against(ops: Sequence[OperationSpec], broker_ids: Sequence[int], re
     """What can be checked before any container starts: node ids exist, a new replication factor fits, controller
     membership changes have a dynamic quorum to change."""
     brokers = set(broker_ids)
-    for i, op in enumerate(ops):
+    for i, op in sorted(enumerate(ops), key=lambda pair: pair[1].at_s):  # the brokers there are at each one
         where = f"operations.{i}"
+        if op.kind == "add-broker":
+            brokers.add(max(brokers) + 1)  # the next free id, as KafkaCluster.add_broker takes it
+            continue
+        if op.kind == "decommission-broker":
+            if op.node in controller_ids:
+                raise ValueError(f"{where} (decommission-broker): node {op.node} is also a controller; retire "
+                                 "broker-only nodes (added with kind = \"add-broker\", or cluster.controllers > 0)")
+            if op.node not in brokers:
+                raise ValueError(f"{where} (decommission-broker): node {op.node} is not a broker then; brokers are "
+                                 f"{sorted(brokers)}")
+            if len(brokers) <= replication_factor:
+                raise ValueError(f"{where} (decommission-broker): its replicas need another broker to move to, but "
+                                 f"only {len(brokers)} brokers hold a replication factor of {replication_factor}; add "
+                                 "one first (kind = \"add-broker\")")
+            brokers.discard(op.node)
+            continue
         if op.kind in CONTROLLER_MEMBERSHIP:
             if not dynamic_quorum:
                 raise ValueError(f"{where} ({op.kind}) needs a dynamic KRaft quorum (KIP-853): set "
@@ -132,6 +162,8 @@ class OperatedCluster(Protocol):
     def bootstrap_servers(self, *, direct: bool = False) -> str: ...
     @property
     def brokers(self) -> list[Any]: ...
+    def add_broker(self, timeout_s: float | None = None) -> Any: ...
+    def remove_broker(self, node_id: int) -> None: ...
 
 
 @dataclass
@@ -153,7 +185,8 @@ class OperationRunner:
             outcome = {"rolling-restart": self._rolling_restart, "rolling-upgrade": self._rolling_upgrade,
                        "preferred-election": self._preferred_election, "reassign": self._reassign,
                        "remove-controller": self._controller_membership,
-                       "add-controller": self._controller_membership}[op.kind](op)
+                       "add-controller": self._controller_membership, "add-broker": self._add_broker,
+                       "decommission-broker": self._decommission_broker}[op.kind](op)
         except Exception as err:  # an operation that fails is a finding of the run, not a crash of the harness
             outcome, error = {"done": False}, f"{type(err).__name__}: {err}"
         self.history.record(OPERATOR, "info", f"{op.kind}-done", outcome, error=error)
@@ -296,6 +329,69 @@ class OperationRunner:
         if code != 0 or found is None:
             raise RuntimeError(f"no directory.id in node {node.node_id}'s meta.properties: {out[-300:]}")
         return found.group(1)
+
+    # -- brokers joining and leaving -------------------------------------------------------------------------
+
+    def _add_broker(self, op: OperationSpec) -> dict[str, Any]:
+        start = time.monotonic()
+        node = self.cluster.add_broker(timeout_s=op.healthy_timeout_s)
+        self.history.record(OPERATOR, "info", "start", {"nodes": [node.node_id]})
+        return {"done": True, "node": node.node_id, "waited_s": round(time.monotonic() - start, 2)}
+
+    def _decommission_broker(self, op: OperationSpec) -> dict[str, Any]:
+        """Move every replica off the broker, wait, shut it down cleanly, unregister it, remove it."""
+        from kafka import TopicPartition
+        from kafka.admin import KafkaAdminClient
+
+        assert op.node is not None
+        others = sorted(b.node_id for b in self.cluster.brokers if b.node_id != op.node)
+        admin = KafkaAdminClient(bootstrap_servers=self.cluster.bootstrap_servers(direct=True),
+                                 request_timeout_ms=15000)
+        try:
+            moves: dict[str, list[int]] = {}
+            for topic in admin.describe_topics():
+                for p in topic["partitions"]:
+                    replicas = list(p["replicas"])
+                    if op.node in replicas:
+                        spare = [b for b in others if b not in replicas]
+                        if not spare:
+                            return {"done": False, "error": f"{topic['topic']}/{p['partition']} has no broker to "
+                                                            f"move its replica on {op.node} to"}
+                        # the least-loaded choice is Kafka's business; a rotating one spreads the moves
+                        pick = spare[(len(moves)) % len(spare)]
+                        moves[f"{topic['topic']}/{p['partition']}"] = [pick if r == op.node else r for r in replicas]
+            if moves:
+                accepted = admin.alter_partition_reassignments(
+                    {TopicPartition(*_split(key)): replicas for key, replicas in moves.items()}, timeout_ms=15000)
+                errors = {f"{tp.topic}/{tp.partition}": str(e) for tp, e in accepted.items() if e is not None}
+                if errors:
+                    return {"done": False, "moves": moves, "errors": errors}
+            waited, moved = self._wait_moved_off(admin, op.node, op.healthy_timeout_s)
+        finally:
+            admin.close()
+        outcome: dict[str, Any] = {"node": op.node, "moves": len(moves), "waited_s": round(waited, 2),
+                                   "moved": moved}
+        if not moved:
+            return {**outcome, "done": False}
+        self.history.record(OPERATOR, "info", "stop", {"nodes": [op.node]})
+        self.cluster.node(op.node).stop()
+        peer = self.cluster.node(others[0])
+        code, out = peer.run_tool("kafka-cluster.sh", "unregister", "--bootstrap-server",
+                                  f"{peer.alias}:{peer.internal_port}", "--id", str(op.node))
+        self.cluster.remove_broker(op.node)
+        return {**outcome, "done": code == 0, "unregister_code": code, "unregister_output": _answer(out)}
+
+    def _wait_moved_off(self, admin: Any, node_id: int, timeout_s: float) -> tuple[float, bool]:
+        """Until no reassignment is in progress and no partition of any topic has a replica on `node_id`."""
+        start = time.monotonic()
+        while time.monotonic() - start < timeout_s and not self.stopping.is_set():
+            with contextlib.suppress(Exception):
+                if not admin.list_partition_reassignments(timeout_ms=10000) and not any(
+                        node_id in p["replicas"] or set(p["isr"]) != set(p["replicas"])
+                        for t in admin.describe_topics() for p in t["partitions"]):
+                    return time.monotonic() - start, True
+            self.sleep(0.5)
+        return time.monotonic() - start, False
 
     # -- reassignment ---------------------------------------------------------------------------------------
 

@@ -88,6 +88,10 @@ OPERATIONS: dict[str, FaultKindInfo] = {
                       "a controller taken out of the KRaft voters (KIP-853); it stays as an observer", "#c5b0d5"),
         FaultKindInfo("add-controller", "add-controller-done", "operation",
                       "a controller added to the KRaft voters (KIP-853)", "#c49c94"),
+        FaultKindInfo("add-broker", "add-broker-done", "operation",
+                      "a new broker joins the running cluster", "#17becf"),
+        FaultKindInfo("decommission-broker", "decommission-broker-done", "operation",
+                      "a broker's replicas moved off, then it is shut down and unregistered", "#9edae5"),
     )
 }
 

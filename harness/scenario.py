@@ -121,6 +121,10 @@ class Scenario(Strict):
         if self.cluster.link_proxies and "partition" in kinds:
             raise ValueError("partition drops packets by node address, but with cluster.link_proxies the nodes talk "
                              'through their proxies: use kind = "link-cut" with links = [[from, to], …] instead')
+        if any(op.kind == "add-broker" for op in self.operations) and (self.cluster.toxiproxy
+                                                                       or self.cluster.link_proxies):
+            raise ValueError("add-broker starts a plain broker: it has no client proxy (cluster.toxiproxy) or link "
+                             "proxies (cluster.link_proxies); remove those, or the add-broker operation")
         if self.cluster.link_proxies and self.cluster.bootstrap_servers:
             raise ValueError("cluster.link_proxies needs a cluster kafka-chaos starts; remove it for bootstrap_servers")
         for i, f in enumerate(self.faults.schedule):
@@ -151,6 +155,9 @@ class Scenario(Strict):
             raise ValueError("cluster.toxiproxy needs a cluster kafka-chaos starts; remove it for bootstrap_servers")
         if any(op.kind == "rolling-upgrade" for op in self.operations):
             raise ValueError("rolling-upgrade re-creates nodes: not possible on an external cluster")
+        if any(op.kind in ("add-broker", "decommission-broker") for op in self.operations):
+            raise ValueError("add-broker and decommission-broker start or remove containers: not possible on an "
+                             "external cluster")
         restarts = [op for op in self.operations if op.kind == "rolling-restart"]
         if restarts and control.missing_for("kill" if not restarts[0].clean else "stop"):
             raise ValueError("rolling-restart on an external cluster needs [cluster.control] stop (or kill) and "

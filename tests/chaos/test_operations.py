@@ -102,6 +102,30 @@ def test_controller_removed_and_added_back_under_load(chaos_run) -> None:
     assert result.results["complete"] and not result.results["violations"]
 
 
+def test_a_broker_joins_takes_replicas_and_is_decommissioned_under_load(chaos_run) -> None:
+    """Broker 4 joins, a reassignment puts replicas on it, then it is decommissioned (replicas moved off, controlled
+    shutdown, unregistered) while acks=all producers write. Kafka: a reassignment adds a replica before it drops
+    one, so every partition keeps min.insync in-sync replicas; the model: no fault, nothing may be lost."""
+    result = chaos_run(SCENARIOS / "broker-lifecycle.toml")
+    added, moved_on, retired = done(result, "add-broker"), done(result, "reassign"), done(result, "decommission-broker")
+    assert added["done"] and added["node"] == 4, added
+    assert moved_on["done"], moved_on
+    assert retired["done"] and retired["moved"] and retired["moves"] == 2 and retired["unregister_code"] == 0, retired
+    at = {e["f"]: e["time"] for e in operator_events(result)}
+    topic = topic_of(result)
+    ours = [s for s in samples(result) if s["key"].startswith(f"{topic}/")]
+    held = [s for s in ours if at["reassign-done"] < s["time"] < at["decommission-broker"]]
+    assert held and all(4 in s["replicas"] for s in held), held
+    last = {s["key"]: s for s in ours}
+    assert all(4 not in s["replicas"] and len(s["replicas"]) == 3 == len(s["isr"]) for s in last.values()), last
+    registered = [s["brokers"] for s in samples(result) if s.get("brokers")]
+    assert any(4 in b["unfenced"] for b in registered), "broker 4 never showed as registered and unfenced"
+    assert 4 not in registered[-1]["unfenced"] + registered[-1]["fenced"], registered[-1]  # unregistered
+    counts = result.results["anomaly_counts"]
+    assert counts.get("lost-write", 0) == counts.get("duplicate", 0) == 0, counts
+    assert result.results["complete"] and not result.results["violations"]
+
+
 def test_preferred_election_moves_leadership_back_after_a_leader_kill(chaos_run) -> None:
     scenario = {**BASE, "name": "preferred-election", "duration_s": 18,
                 "faults": {"schedule": [{"kind": "kill", "target": "leader", "at_s": 2, "duration_s": 4}]},

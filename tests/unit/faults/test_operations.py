@@ -219,3 +219,30 @@ def test_remove_controller_names_its_directory_id_and_waits_for_the_voters() -> 
     (remove,) = [r for r in ran if "remove-controller" in r]
     assert remove.startswith("1: kafka-metadata-quorum.sh --bootstrap-controller node-1:9093,node-2:9093 ")
     assert remove.endswith("remove-controller --controller-id 3 --controller-directory-id DiR3ctoryId")
+
+
+@pytest.mark.parametrize(("scenario", "message"), [
+    ({"operations": [{"kind": "decommission-broker", "node": 2}]}, "node 2 is also a controller"),
+    ({"cluster": {"nodes": 3, "controllers": 1},
+      "operations": [{"kind": "decommission-broker", "node": 2}]}, "only 3 brokers hold a replication factor of 3"),
+    ({"operations": [{"kind": "decommission-broker", "node": 4}]},
+     "node 4 is not a broker then; brokers are [1, 2, 3]"),
+    ({"operations": [{"kind": "decommission-broker"}]}, "needs node"),
+    ({"operations": [{"kind": "add-broker", "node": 4}]}, "node belongs to decommission-broker"),
+    ({"cluster": {"toxiproxy": True}, "operations": [{"kind": "add-broker"}]}, "add-broker starts a plain broker"),
+    ({"operations": [{"kind": "add-broker", "at_s": 5}, {"kind": "reassign", "at_s": 1, "replicas": {0: [4, 1, 2]}}]},
+     "names brokers [4] that do not exist"),  # the reassignment comes before the broker joins
+])
+def test_broker_lifecycle_operations_are_checked_in_time_order(scenario: dict[str, Any], message: str) -> None:
+    with pytest.raises(ScenarioError) as err:
+        parse_scenario({"name": "brokers", **scenario})
+    assert message in str(err.value)
+
+
+def test_an_added_broker_can_take_replicas_and_be_decommissioned() -> None:
+    ops = [{"kind": "add-broker", "at_s": 1}, {"kind": "reassign", "at_s": 2, "replicas": {0: [4, 1, 2]}},
+           {"kind": "decommission-broker", "at_s": 3, "node": 4},
+           {"kind": "reassign", "at_s": 4, "replicas": {0: [4, 1, 2]}}]
+    with pytest.raises(ScenarioError, match=r"operations\.3 .*names brokers \[4\]"):  # 4 is gone by then
+        parse_scenario({"name": "brokers", "operations": ops})
+    assert len(parse_scenario({"name": "brokers", "operations": ops[:3]}).operations) == 3
