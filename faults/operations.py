@@ -349,17 +349,15 @@ class OperationRunner:
                                  request_timeout_ms=15000)
         try:
             moves: dict[str, list[int]] = {}
-            for topic in admin.describe_topics():
+            for topic in admin.describe_topics():  # MetadataResponse fields, every topic (internal ones too)
                 for p in topic["partitions"]:
-                    replicas = list(p["replicas"])
+                    replicas, key = list(p["replica_nodes"]), f"{topic['name']}/{p['partition_index']}"
                     if op.node in replicas:
                         spare = [b for b in others if b not in replicas]
                         if not spare:
-                            return {"done": False, "error": f"{topic['topic']}/{p['partition']} has no broker to "
-                                                            f"move its replica on {op.node} to"}
-                        # the least-loaded choice is Kafka's business; a rotating one spreads the moves
-                        pick = spare[(len(moves)) % len(spare)]
-                        moves[f"{topic['topic']}/{p['partition']}"] = [pick if r == op.node else r for r in replicas]
+                            return {"done": False, "error": f"{key} has no broker to move its replica on {op.node} to"}
+                        pick = spare[len(moves) % len(spare)]  # rotating: the moves spread over the spare brokers
+                        moves[key] = [pick if r == op.node else r for r in replicas]
             if moves:
                 accepted = admin.alter_partition_reassignments(
                     {TopicPartition(*_split(key)): replicas for key, replicas in moves.items()}, timeout_ms=15000)
@@ -387,7 +385,7 @@ class OperationRunner:
         while time.monotonic() - start < timeout_s and not self.stopping.is_set():
             with contextlib.suppress(Exception):
                 if not admin.list_partition_reassignments(timeout_ms=10000) and not any(
-                        node_id in p["replicas"] or set(p["isr"]) != set(p["replicas"])
+                        node_id in p["replica_nodes"] or set(p["isr_nodes"]) != set(p["replica_nodes"])
                         for t in admin.describe_topics() for p in t["partitions"]):
                     return time.monotonic() - start, True
             self.sleep(0.5)
