@@ -225,7 +225,8 @@ def to_toml(data: dict[str, Any]) -> str:
             return inline(v)
         raise TypeError(f"cannot write {type(v).__name__} to TOML")
 
-    def key(k: str) -> str:
+    def key(k: str | int) -> str:  # TOML keys are strings: a reassignment's partition numbers become "0", "1"
+        k = str(k)
         return k if re.fullmatch(r"[A-Za-z0-9_-]+", k) else scalar(k)
 
     def inline(d: dict[str, Any]) -> str:

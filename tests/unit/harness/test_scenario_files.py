@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kafka_chaos.harness.campaign import load_campaign, predict
-from kafka_chaos.harness.scenario import load_scenario
+from kafka_chaos.harness.scenario import load_scenario, parse_scenario, to_toml
 
 SCENARIOS = Path(__file__).resolve().parents[3] / "scenarios"
 
@@ -16,6 +16,15 @@ SCENARIOS = Path(__file__).resolve().parents[3] / "scenarios"
 @pytest.mark.parametrize("path", sorted(SCENARIOS.glob("*.toml")), ids=lambda p: p.name)
 def test_scenario_loads(path: Path) -> None:
     assert load_scenario(path).name
+
+
+@pytest.mark.parametrize("path", sorted(SCENARIOS.glob("*.toml")), ids=lambda p: p.name)
+def test_scenario_survives_its_resolved_toml(path: Path) -> None:
+    """A run writes its scenario back as TOML (scenario.resolved.toml, replays, shrinks): it must read the same."""
+    import tomllib
+
+    scenario = load_scenario(path)
+    assert parse_scenario(tomllib.loads(to_toml(scenario.model_dump(exclude_none=True)))) == scenario
 
 
 @pytest.mark.parametrize("path", sorted((SCENARIOS / "campaigns").glob("*.toml")), ids=lambda p: p.name)
