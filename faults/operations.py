@@ -23,7 +23,7 @@ know which brokers were down and when.
   later `reassign` naming it does that, as an operator would).
 - `decommission-broker` — Kafka's procedure for retiring `node`: every replica it holds (the run's topic and the
   internal ones) moved to a broker without one (Admin API reassignment), waited for, then a controlled shutdown
-  and `kafka-cluster.sh unregister --id`; its container and data are removed.
+  and `kafka-cluster.sh unregister --id` (its class, ClusterTool); its container and data are removed.
 """
 
 from __future__ import annotations
@@ -374,8 +374,9 @@ class OperationRunner:
         self.history.record(OPERATOR, "info", "stop", {"nodes": [op.node]})
         self.cluster.node(op.node).stop()
         peer = self.cluster.node(others[0])
-        code, out = peer.run_tool("kafka-cluster.sh", "unregister", "--bootstrap-server",
-                                  f"{peer.alias}:{peer.internal_port}", "--id", str(op.node))
+        # kafka-cluster.sh's class, through the generic launcher: images built before that launcher was added run it
+        code, out = peer.run_tool("kafka-run-class.sh", "org.apache.kafka.tools.ClusterTool", "unregister",
+                                  "--bootstrap-server", f"{peer.alias}:{peer.internal_port}", "--id", str(op.node))
         self.cluster.remove_broker(op.node)
         return {**outcome, "done": code == 0, "unregister_code": code, "unregister_output": _answer(out)}
 

@@ -57,7 +57,8 @@ class History:
                                      "f": f, "value": value}
             if error is not None:
                 event["error"] = error
-            self._file.write(orjson.dumps(event) + b"\n")
+            # non-str keys: values such as a reassignment's {partition: replicas} are written as JSON does
+            self._file.write(orjson.dumps(event, option=orjson.OPT_NON_STR_KEYS) + b"\n")
             if not isinstance(process, int):
                 self._file.flush()
             return index
