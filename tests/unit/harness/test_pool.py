@@ -1,4 +1,4 @@
-"""The shared cluster pool replaces a cluster that was partitioned, and heals one that was not."""
+"""The shared cluster pool replaces a cluster that was partitioned or reshaped, and heals one that was not."""
 
 from typing import Any
 
@@ -6,8 +6,9 @@ from kafka_chaos.cluster import ClusterPool
 
 
 class FakeCluster:
-    def __init__(self, partitioned: bool) -> None:
+    def __init__(self, partitioned: bool, reshaped: bool = False) -> None:
         self.was_partitioned = partitioned
+        self.was_reshaped = reshaped
         self.calls: list[str] = []
 
     def heal_all(self, timeout_s: float | None = None) -> None:
@@ -25,6 +26,14 @@ def pool_with(cluster: FakeCluster, keep: bool = False) -> ClusterPool:
 
 def test_partitioned_cluster_is_replaced_not_reused() -> None:
     cluster = FakeCluster(partitioned=True)
+    pool = pool_with(cluster)
+    pool.heal_or_drop()
+    assert pool.current is None and cluster.calls == ["stop"]
+
+
+def test_reshaped_cluster_is_replaced_not_reused() -> None:
+    """A broker added or decommissioned: the cluster no longer matches the spec the pool keys it by."""
+    cluster = FakeCluster(partitioned=False, reshaped=True)
     pool = pool_with(cluster)
     pool.heal_or_drop()
     assert pool.current is None and cluster.calls == ["stop"]
