@@ -114,6 +114,13 @@ class HistoryMeta:
     """Events from unknown processes, or with an unknown f, that were skipped."""
     dropped_records: int = 0
     """Poll records without an offset (the schema needs one); should be 0."""
+    isolation: dict[int, str] = field(default_factory=dict)
+    """Each reader's isolation level, as its `assign` said (checker.anomalies.cycles.TxnHistory.isolation)."""
+
+    @property
+    def has_transactions(self) -> bool:
+        """The history holds `txn` ops: only then does the cycle search need a second pass over the file."""
+        return "txn" in self.op_counts
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -288,6 +295,7 @@ def _parse(lines: Iterable[bytes], *, source: str) -> HistoryTables:
     pending: dict[int, dict[str, Any]] = {}
     counts: dict[tuple[Any, Any], int] = {}
     subscribers: set[int] = set()
+    isolation: dict[int, str] = {}
     nemesis: list[NemesisEvent] = []
     run_start: dict[str, Any] | None = None
     drain: bool | None = None
@@ -386,7 +394,12 @@ def _parse(lines: Iterable[bytes], *, source: str) -> HistoryTables:
                 elif f == "subscribe":
                     if typ == "ok":
                         subscribers.add(proc)
-                elif f != "assign" and f != "crash":
+                elif f == "assign":
+                    for e in (inv, o):  # the invoke says the level; a completion may repeat it
+                        v = e.get("value") if e is not None else None
+                        if type(v) is dict and "isolation" in v:
+                            isolation[proc] = str(v["isolation"])
+                elif f != "crash":
                     ignored += 1
             elif proc in ("nemesis", "operator"):  # operations are recorded like faults
                 nemesis.append(
@@ -416,6 +429,9 @@ def _parse(lines: Iterable[bytes], *, source: str) -> HistoryTables:
         # Ops still pending when the history ended: their outcome is unknown.
         for proc, inv in pending.items():
             f = inv.get("f")
+            v = inv.get("value")
+            if f == "assign" and type(v) is dict and "isolation" in v:
+                isolation[proc] = str(v["isolation"])
             ck = (f, "info")
             counts[ck] = counts.get(ck, 0) + 1
             ck = (f, "unfinished")
@@ -457,6 +473,7 @@ def _parse(lines: Iterable[bytes], *, source: str) -> HistoryTables:
         ok_poll_times=np.asarray(ok_poll_times, dtype=np.int64),
         ignored=ignored,
         dropped_records=dropped,
+        isolation=isolation,
     )
     sends_table = sends.table(sends.sends_table)
     ops = sends_table.column("op_index").to_numpy()
