@@ -3,6 +3,7 @@
     .venv/bin/python bench/checker_speed.py                    # 10^5 and 10^6 events
     .venv/bin/python bench/checker_speed.py --sizes 1e5 1e6 1e7
     .venv/bin/python bench/checker_speed.py --txn --sizes 1e5 1e6   # transactional: micro-ops, cycle search
+    .venv/bin/python bench/checker_speed.py --end-to-end --sizes 1e6 1e7   # `kafka-chaos check` vs Polars
 
 A size is a number of history events (lines). Each history is generated here and checked in a fresh
 subprocess, so that the peak RSS printed (resource.getrusage; imports alone take ~150 MB) is the checker's
@@ -163,6 +164,80 @@ def run_one(path: Path) -> dict[str, float]:
     }
 
 
+# --- end to end (issue 17): `kafka-chaos check RUN_DIR` against a Polars baseline on the same tables ---
+
+
+def polars_baseline(run_dir: Path) -> dict[str, float]:
+    """The three reconciliation queries in Polars on the run's sends.parquet/polls.parquet, Parquet read
+    included: acknowledged sends never read (lost), values read at two offsets (duplicated), offsets read
+    with two values (inconsistent offsets). The reference the issue names: what a columnar engine needs for
+    the core of the job."""
+    import polars as pl
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    sends = pl.scan_parquet(run_dir / "sends.parquet")
+    polls = pl.scan_parquet(run_dir / "polls.parquet")
+    read = polls.select("key", "value").unique()
+    lost = sends.filter(pl.col("type") == "ok").join(read, on=["key", "value"], how="anti")
+    duplicated = polls.group_by("key", "value").agg(pl.col("offset").n_unique().alias("n")).filter(pl.col("n") > 1)
+    inconsistent = (polls.group_by("key", "offset").agg(pl.col("value").n_unique().alias("n"))
+                    .filter(pl.col("n") > 1))
+    counts = pl.collect_all([lost.select(pl.len()), duplicated.select(pl.len()), inconsistent.select(pl.len())])
+    return {"polars_s": time.perf_counter() - t0, "polars_cpu_s": time.process_time() - c0,
+            "found": float(sum(int(c.item()) for c in counts))}
+
+
+def check_one(run_dir: Path) -> dict[str, float]:
+    """`kafka-chaos check RUN_DIR --json` as the CLI runs it (parse, analyse, write tables, results.json,
+    junit.xml and the report), in this process; peak RSS of this process."""
+    import contextlib
+    import io
+
+    from kafka_chaos.harness.cli import main as cli_main
+
+    sys.argv = ["kafka-chaos", "check", str(run_dir), "--json"]
+    t0, c0 = time.perf_counter(), time.process_time()
+    with contextlib.redirect_stdout(io.StringIO()):
+        try:
+            cli_main()
+        except SystemExit as done:
+            if done.code not in (0, None):
+                raise RuntimeError(f"check exited {done.code}") from None
+    return {"check_s": time.perf_counter() - t0, "check_cpu_s": time.process_time() - c0,
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def main_end_to_end(sizes: list[str]) -> int:
+    print("`kafka-chaos check` end to end (parse included, report included) vs the Polars baseline on the tables")
+    print("it wrote (the three reconciliation queries), same run; each in a fresh process; lines/s per wall second")
+    header = (f"{'lines':>11} {'MB':>7} | {'check s':>8} {'cpu s':>6} {'lines/s':>10} {'peak MB':>8} | "
+              f"{'polars s':>8} {'cpu s':>6} | {'check / polars':>14}")
+    print(header)
+    print("-" * len(header))
+    for size in sizes:
+        with tempfile.TemporaryDirectory(prefix="checker-e2e-") as tmp:
+            run_dir = Path(tmp)
+            info = generate(run_dir / "history.jsonl", int(float(size)))
+            mb = (run_dir / "history.jsonl").stat().st_size / 1e6
+            results = []
+            for flag in ("--one-check", "--one-polars"):
+                proc = subprocess.run([sys.executable, __file__, flag, str(run_dir)], capture_output=True, text=True,
+                                      check=False)
+                if proc.returncode:
+                    print(f"{size:>11} {flag} failed:\n{proc.stderr[-2000:]}")
+                    return 1
+                results.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+        c, p = results
+        lines = info["events"]
+        print(f"{lines:>11,} {mb:>7.0f} | {c['check_s']:>8.2f} {c['check_cpu_s']:>6.2f} {lines / c['check_s']:>10,.0f} "
+              f"{c['peak_rss_mb']:>8,.0f} | {p['polars_s']:>8.2f} {p['polars_cpu_s']:>6.2f} | "
+              f"{c['check_s'] / p['polars_s']:>14.1f}")
+        if p["found"]:
+            print(f"  unexpected: Polars found {p['found']:.0f} anomalies in a clean history")
+    return 0
+# --- end of end to end ---
+
+
 # --- transactional histories (issue 14): `--txn`, sizes in micro-ops, the cycle search included ---
 ELLE_OPS_PER_S = 5000
 """Jepsen's Elle checks list-append histories at about this many ops per second (the issue's figure)."""
@@ -258,7 +333,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--one", type=Path, help=argparse.SUPPRESS)  # internal: check one history, print JSON
     ap.add_argument("--txn", action="store_true", help="transactional histories; sizes in micro-ops")
     ap.add_argument("--one-txn", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--end-to-end", action="store_true", help="`kafka-chaos check` vs Polars on the same tables")
+    ap.add_argument("--one-check", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--one-polars", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.one_check:
+        print(json.dumps(check_one(args.one_check)))
+        return 0
+    if args.one_polars:
+        print(json.dumps(polars_baseline(args.one_polars)))
+        return 0
+    if args.end_to_end:
+        return main_end_to_end(args.sizes)
     if args.one:
         print(json.dumps(run_one(args.one)))
         return 0

@@ -127,16 +127,16 @@ def _merge(gaps: list[Gap]) -> list[Gap]:
 
 def poll_gaps_of(reads: I64, acked: I64, *, key: str | None, workload_end: int, min_gap: int) -> list[Gap]:
     """Poll windows: an acknowledged record waits `min_gap` with no read (reads and acks sorted, ns)."""
-    out = []
-    bounds = np.concatenate(([-1], reads[reads < workload_end], [workload_end]))
-    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
-        i = int(np.searchsorted(acked, a, side="right"))
-        if i >= len(acked) or acked[i] >= b:
-            continue
-        start = max(a, int(acked[i]))
-        if b - start >= min_gap:
-            out.append(Gap(key, "poll", start, b))
-    return out
+    bounds = np.concatenate(([-1], reads[reads < workload_end], [workload_end])).astype(np.int64)
+    a, b = bounds[:-1], bounds[1:]
+    if len(acked) == 0:
+        return []
+    # Between each two reads: the first record acknowledged after the earlier read, if it came before the later.
+    i = np.searchsorted(acked, a, side="right")
+    first_acked = acked[np.minimum(i, len(acked) - 1)]
+    start = np.maximum(a, first_acked)
+    keep = (i < len(acked)) & (first_acked < b) & (b - start >= min_gap)
+    return [Gap(key, "poll", s, e) for s, e in zip(start[keep].tolist(), b[keep].tolist(), strict=True)]
 
 
 def poll_gaps(sends: pa.Table, polls: pa.Table, *, min_gap_s: float = 1.0) -> list[Gap]:

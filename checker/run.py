@@ -11,13 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from kafka_chaos.checker.analysis import analyse, json_default
-from kafka_chaos.checker.anomalies.cycles import read_txn_history
+from kafka_chaos.checker.anomalies.cycles import TxnHistory, read_txn_history
 from kafka_chaos.checker.availability import availability, expect_violations
 from kafka_chaos.checker.cluster_events import read_events, registration_events, write_events
 from kafka_chaos.checker.faults import faults_from_history
 from kafka_chaos.checker.health import health_summary
 from kafka_chaos.checker.results import results_dict
-from kafka_chaos.checker.tables import history_to_tables, read_state_samples, write_tables
+from kafka_chaos.checker.tables import HistoryMeta, history_to_tables, read_state_samples, write_tables
 from kafka_chaos.errors import HistoryError
 from kafka_chaos.rundir import HISTORY_FILE, RESULTS_FILE
 
@@ -50,7 +50,7 @@ def check_run(run_dir: Path, *, write: bool = True, config: Any = None) -> dict[
         ok_poll_times=meta.ok_poll_times,
         state_samples=samples,
         drain_start=meta.drain_start,
-        txns=read_txn_history(run_dir / HISTORY_FILE if run_dir.is_dir() else run_dir),
+        txns=_transactions(run_dir / HISTORY_FILE if run_dir.is_dir() else run_dir, meta),
     )
     result = analysis.to_dict()
     result["run"] = meta.to_dict()
@@ -73,6 +73,15 @@ def check_run(run_dir: Path, *, write: bool = True, config: Any = None) -> dict[
             raise HistoryError(f"cannot write results into {run_dir}: {e.strerror or e}") from e
         write_results(run_dir, result)
     return result
+
+
+def _transactions(history: Path, meta: HistoryMeta) -> TxnHistory:
+    """The history's transactions for the cycle search. Only a history with `txn` ops is read a second time
+    (the cycle graph needs every op as a transaction); for the others the first pass already has all that the
+    read checks use (each reader's isolation level), so the file is parsed once."""
+    if meta.has_transactions:
+        return read_txn_history(history)
+    return TxnHistory(txns=[], isolation=dict(meta.isolation))
 
 
 def write_results(run_dir: Path, result: dict[str, Any]) -> None:

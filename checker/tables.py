@@ -12,7 +12,9 @@ One pass over the file, in the order events happened. Client ops are paired invo
 - `assign` / `subscribe`: a process with an `ok` subscribe is a subscribe-mode consumer (rebalances allowed).
 - `nemesis` events are kept as a small list for the report and the verdicts; `harness` events carry the
   resolved configuration (`run-start`) and whether the final drain read finished (`drain-complete`).
-- Anything else (unknown processes or fs) is counted and otherwise ignored.
+- Events of other processes, and Jepsen's `debug-topic-partitions`, are counted and otherwise ignored. A
+  client op of another f or type, or a poll value of the wrong shape, is an error naming the line and what
+  was expected there.
 
 A run is *complete* only if its history ends with `drain-complete: true`; a last line cut mid-way (the
 run was interrupted while writing) is dropped and makes the run incomplete too. A malformed line anywhere
@@ -44,6 +46,15 @@ from kafka_chaos.errors import HistoryError
 from kafka_chaos.rundir import HISTORY_FILE, POLLS_FILE, SENDS_FILE, STATE_FILE
 
 CLIENT_OP_FS = ("send", "poll", "txn")
+OP_TYPES = frozenset(("invoke", "ok", "fail", "info"))
+UNCHECKED_CLIENT_FS = frozenset(("assign", "subscribe", "crash", "debug-topic-partitions"))
+"""Client ops Jepsen's Kafka workload records that hold no record to check (assign/subscribe move a
+consumer's partitions; `debug-topic-partitions` is Jepsen's diagnostic). Any other f is a mistake in the
+history (a misspelt `send` would silently drop every write), so it is an error."""
+
+
+class _Unexpected(ValueError):
+    """A history event of the wrong shape: the message says what was expected there."""
 SPILL_EVERY = 1 << 18
 """Lines between moves of the accumulated columns into Arrow (a power of two): bounds the parse's memory."""
 
@@ -114,6 +125,13 @@ class HistoryMeta:
     """Events from unknown processes, or with an unknown f, that were skipped."""
     dropped_records: int = 0
     """Poll records without an offset (the schema needs one); should be 0."""
+    isolation: dict[int, str] = field(default_factory=dict)
+    """Each reader's isolation level, as its `assign` said (checker.anomalies.cycles.TxnHistory.isolation)."""
+
+    @property
+    def has_transactions(self) -> bool:
+        """The history holds `txn` ops: only then does the cycle search need a second pass over the file."""
+        return "txn" in self.op_counts
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -288,6 +306,7 @@ def _parse(lines: Iterable[bytes], *, source: str) -> HistoryTables:
     pending: dict[int, dict[str, Any]] = {}
     counts: dict[tuple[Any, Any], int] = {}
     subscribers: set[int] = set()
+    isolation: dict[int, str] = {}
     nemesis: list[NemesisEvent] = []
     run_start: dict[str, Any] | None = None
     drain: bool | None = None
@@ -298,13 +317,23 @@ def _parse(lines: Iterable[bytes], *, source: str) -> HistoryTables:
 
     def add_polls(value: Any, proc: int, index: int, t: int) -> int:
         lost = 0
+        if type(value) is not list:
+            raise _Unexpected(f"value {_short(value)}: an ok poll's value is a list of micro-ops "
+                              '[["poll", {key: [[offset, value], ...]}], ...]')
         for mop in value:
-            if mop[0] != "poll" or len(mop) < 2 or not isinstance(mop[1], dict):
-                continue
+            if type(mop) is not list or not mop or mop[0] != "poll":
+                continue  # a txn's sends (or a mistake there that the send path names)
+            if len(mop) < 2 or type(mop[1]) is not dict:
+                raise _Unexpected(f"micro-op {_short(mop)}: a completed poll micro-op is "
+                                  '["poll", {key: [[offset, value], ...]}]')
             for k, pairs in mop[1].items():
                 if not pairs:
                     continue
-                offs, vals = zip(*pairs, strict=True)
+                try:
+                    offs, vals = zip(*pairs, strict=True)
+                except (ValueError, TypeError):
+                    raise _Unexpected(f"records {_short(pairs)} of key {k!r}: a poll returns, per key, a list "
+                                      "of [offset, value] pairs") from None
                 if None in offs:  # a record without an offset cannot be placed in the log
                     keep = [i for i, o in enumerate(offs) if o is not None]
                     lost += len(offs) - len(keep)
@@ -343,6 +372,8 @@ def _parse(lines: Iterable[bytes], *, source: str) -> HistoryTables:
                 if typ == "invoke":
                     pending[proc] = o
                     continue
+                if typ not in OP_TYPES:
+                    raise _Unexpected(f"type {typ!r}: a client op's type is one of invoke, ok, fail, info")
                 f = o["f"]
                 inv = pending.pop(proc, None)
                 if f == "send":
@@ -386,8 +417,18 @@ def _parse(lines: Iterable[bytes], *, source: str) -> HistoryTables:
                 elif f == "subscribe":
                     if typ == "ok":
                         subscribers.add(proc)
-                elif f != "assign" and f != "crash":
-                    ignored += 1
+                elif f == "assign":
+                    for e in (inv, o):  # the invoke says the level; a completion may repeat it
+                        v = e.get("value") if e is not None else None
+                        if type(v) is dict and "isolation" in v:
+                            isolation[proc] = str(v["isolation"])
+                elif f in UNCHECKED_CLIENT_FS:
+                    ignored += f == "debug-topic-partitions"
+                else:
+                    raise _Unexpected(
+                        f"f {f!r}: a client op is one of send, poll, txn, assign, subscribe, crash or "
+                        "debug-topic-partitions (Jepsen's Kafka workload)"
+                    )
             elif proc in ("nemesis", "operator"):  # operations are recorded like faults
                 nemesis.append(
                     NemesisEvent(
@@ -416,6 +457,9 @@ def _parse(lines: Iterable[bytes], *, source: str) -> HistoryTables:
         # Ops still pending when the history ended: their outcome is unknown.
         for proc, inv in pending.items():
             f = inv.get("f")
+            v = inv.get("value")
+            if f == "assign" and type(v) is dict and "isolation" in v:
+                isolation[proc] = str(v["isolation"])
             ck = (f, "info")
             counts[ck] = counts.get(ck, 0) + 1
             ck = (f, "unfinished")
@@ -457,6 +501,7 @@ def _parse(lines: Iterable[bytes], *, source: str) -> HistoryTables:
         ok_poll_times=np.asarray(ok_poll_times, dtype=np.int64),
         ignored=ignored,
         dropped_records=dropped,
+        isolation=isolation,
     )
     sends_table = sends.table(sends.sends_table)
     ops = sends_table.column("op_index").to_numpy()
@@ -465,7 +510,14 @@ def _parse(lines: Iterable[bytes], *, source: str) -> HistoryTables:
     return HistoryTables(sends=sends_table, polls=polls.table(polls.polls_table), meta=meta)
 
 
+def _short(value: Any, limit: int = 80) -> str:
+    text = json.dumps(value, default=str)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _damaged(source: str, lineno: int, e: Exception) -> HistoryError:
+    if isinstance(e, _Unexpected):
+        return HistoryError(f"{source}, line {lineno}: {e}. Fix or remove that event, then check again.")
     return HistoryError(
         f"{source}, line {lineno}: not a valid history event ({type(e).__name__}: {e}). Only the "
         "last line of an interrupted run may be incomplete; this file is damaged earlier. Re-run the "

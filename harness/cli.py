@@ -181,12 +181,30 @@ def run(
 
 @app.command()
 def check(
-    run_dir: Annotated[Path, typer.Argument(help="A run's results folder")],
+    run_dir: Annotated[Path, typer.Argument(help="A run's results folder (with --from jepsen: a Jepsen store "
+                                            "folder holding history.edn)")],
     as_json: Annotated[bool, typer.Option("--json", help="Print results.json")] = False,
+    source: Annotated[str, typer.Option("--from", help="kafka-chaos (history.jsonl) or jepsen (history.edn)")]
+    = "kafka-chaos",
+    out: Annotated[Path | None, typer.Option(help="With --from jepsen: the run folder to write (default: "
+                                             "<DIR>/kafka-chaos)")] = None,
+    config: Annotated[Path | None, typer.Option(help="With --from jepsen: a scenario TOML saying the cluster's "
+                                                "configuration, for the model's verdicts")] = None,
 ) -> None:
     """Check a stored history (also one cut short); writes results.json. Exit 1 on violations."""
     from kafka_chaos.harness.run import check_run_dir
 
+    if source not in ("kafka-chaos", "jepsen"):
+        raise typer.BadParameter(f"--from must be kafka-chaos or jepsen, not {source!r}")
+    if source == "jepsen":
+        from kafka_chaos.checker.jepsen_store import import_jepsen
+        from kafka_chaos.harness.scenario import load_scenario
+
+        known = load_scenario(config).model_dump(exclude_none=True) if config is not None else None
+        run_dir = import_jepsen(run_dir, out or run_dir / "kafka-chaos", config=known)
+    elif out is not None or config is not None:
+        raise typer.BadParameter("--out and --config go with --from jepsen; a kafka-chaos run folder is "
+                                 "checked in place, with the configuration its history records")
     results = check_run_dir(run_dir)
     if as_json:
         print(json.dumps(results, indent=2, default=str))

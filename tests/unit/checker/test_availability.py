@@ -6,13 +6,23 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import orjson
 import pyarrow as pa
 import pytest
 from checker_histories import K1, History, K
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kafka_chaos.checker import check_run
-from kafka_chaos.checker.availability import FINDING, availability, expect_violations, poll_gaps, send_gaps
+from kafka_chaos.checker.availability import (
+    FINDING,
+    availability,
+    expect_violations,
+    poll_gaps,
+    poll_gaps_of,
+    send_gaps,
+)
 from kafka_chaos.checker.faults import FaultSummary, FaultWindow
 from kafka_chaos.checker.schema import POLLS_SCHEMA, SENDS_SCHEMA
 from kafka_chaos.cluster.settings import fast_test_settings
@@ -263,3 +273,22 @@ def test_without_node_logs_fencing_comes_from_the_sampled_registrations(tmp_path
     events = [orjson.loads(line) for line in (run / "events.jsonl").read_bytes().splitlines()]
     assert [(e["kind"], e["node"], e["source"]) for e in events] == [
         ("broker-fenced", 2, "observer"), ("broker-unfenced", 2, "observer")]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 50), max_size=30), st.lists(st.integers(0, 50), max_size=30),
+       st.integers(1, 60), st.integers(1, 10))
+def test_poll_gaps_of_is_the_loop_it_replaced(reads: list[int], acked: list[int], end: int, min_gap: int) -> None:
+    """The vectorised poll windows equal the per-interval loop they replaced (kept here as the reference)."""
+    r, a = np.sort(np.array(reads, dtype=np.int64)), np.sort(np.array(acked, dtype=np.int64))
+    want = []
+    bounds = np.concatenate(([-1], r[r < end], [end]))
+    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        i = int(np.searchsorted(a, lo, side="right"))
+        if i >= len(a) or a[i] >= hi:
+            continue
+        start = max(lo, int(a[i]))
+        if hi - start >= min_gap:
+            want.append((start, hi))
+    got = poll_gaps_of(r, a, key=K, workload_end=end, min_gap=min_gap)
+    assert [(g.start, g.end) for g in got] == want

@@ -206,3 +206,33 @@ def test_read_committed_skip_over_aborted_records_is_no_poll_skip_but_over_commi
     r = check(history("ok"), tmp_path / "committed")  # the skipped value committed: a real skip
     (skip,) = r["anomalies"]["poll-skip"]
     assert not skip["skipped_uncommitted"] and skip["bad"] and skip["verdict"] == "violation"
+
+
+def test_a_history_without_transactions_is_read_once_with_the_same_result(tmp_path: Path, monkeypatch: Any) -> None:
+    """A failed plain send read by a read_uncommitted and a read_committed consumer: G1a for both, with each
+    reader's isolation from its `assign` — taken from the first pass, the file is not read a second time."""
+    from kafka_chaos.checker import run as checker_run
+    from kafka_chaos.checker.tables import HistoryMeta
+
+    h = History()
+    for p, iso in ((5, "read_committed"), (6, "read_uncommitted")):
+        h.event(p, "invoke", "assign", {"keys": [K], "isolation": iso})
+        h.event(p, "ok", "assign", {"keys": [K]})  # the level is said once, on the invoke
+    h.send(1, K, 1, type_="fail")
+    h.send(2, K, 2, 0)
+    h.poll(5, {K: [(0, 2), (1, 1)]})
+    h.poll(6, {K: [(0, 2), (1, 1)]})
+    h.drain()
+    run_dir = h.write(tmp_path / "run")
+    with monkeypatch.context() as m:  # the reference: the second pass forced, as for a transactional history
+        m.setattr(HistoryMeta, "has_transactions", property(lambda _: True))
+        read_twice = check_run(run_dir, write=False)
+
+    def second_pass(path: Path) -> Any:
+        raise AssertionError(f"{path} read a second time for a history without txn ops")
+
+    monkeypatch.setattr(checker_run, "read_txn_history", second_pass)
+    read_once = check_run(run_dir, write=False)
+    assert sorted(i["isolation"] for i in read_once["anomalies"]["G1a"]) == ["read_committed", "read_uncommitted"]
+    assert read_once["anomalies"] == read_twice["anomalies"] and read_once["violations"] == read_twice["violations"]
+    assert read_once["not_checked"] == read_twice["not_checked"]

@@ -121,7 +121,7 @@ def test_last_line_without_newline_is_kept_if_whole() -> None:
     assert t.meta.complete and not t.meta.truncated
 
 
-def test_unknown_processes_and_fs_are_ignored() -> None:
+def test_unknown_processes_and_jepsens_diagnostic_op_are_ignored() -> None:
     h = clean()
     h.event("observer", "info", "sample", {"x": 1})
     h.event(7, "invoke", "debug-topic-partitions", [K])
@@ -130,6 +130,24 @@ def test_unknown_processes_and_fs_are_ignored() -> None:
     h.drain()
     t = parse_history(h.text().encode())
     assert t.meta.complete and t.meta.ignored == 3 and t.sends.num_rows == 2
+
+
+@pytest.mark.parametrize(("event", "expected"), [
+    ({"type": "okay", "f": "send", "value": [["send", K, [0, 1]]]}, r"line 3: type 'okay'.*invoke, ok, fail, info"),
+    ({"type": "ok", "f": "sned", "value": [["send", K, [0, 1]]]}, r"line 3: f 'sned'.*send, poll, txn"),
+    ({"type": "ok", "f": "poll", "value": {K: [[0, 1]]}}, r"line 3: value .*list of micro-ops"),
+    ({"type": "ok", "f": "poll", "value": [["poll", [[0, 1]]]]}, r'line 3: micro-op .*\["poll", \{key'),
+    ({"type": "ok", "f": "poll", "value": [["poll", {K: [[0, 1, 2]]}]]}, r"line 3: records .*\[offset, value\]"),
+])
+def test_a_client_op_of_the_wrong_shape_names_its_line_and_what_was_expected(
+        tmp_path: Path, event: dict[str, Any], expected: str) -> None:
+    h = History()
+    h.send(0, K, 0, 0)  # lines 1-2
+    h.event(1, event["type"], event["f"], event["value"])  # line 3 (a completion needs no invoke to be read)
+    h.drain()
+    h.write(tmp_path)
+    with pytest.raises(HistoryError, match=expected):
+        history_to_tables(tmp_path)
 
 
 def test_a_damaged_line_before_the_end_is_an_error(tmp_path: Path) -> None:
