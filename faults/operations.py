@@ -10,7 +10,9 @@ know which brokers were down and when.
 - `rolling-upgrade` — Kafka's upgrade procedure: one node at a time, controlled shutdown and a restart on the new
   version's image with the same data, waiting for full replication; then, once every node runs it, the cluster's
   finalized features are raised (`kafka-features.sh upgrade --release-version`, then any `features`): the ELR
-  document's path, where ELR state appears only after `eligible.leader.replicas.version` is raised.
+  document's path, where ELR state appears only after `eligible.leader.replicas.version` is raised. To an older
+  version it is a rolling downgrade, which Kafka allows only while the finalized metadata.version is one the older
+  release knows: before the features were raised (metadata.version downgrades, KIP-1155, are in no release).
 - `preferred-election` — move leadership back to each partition's first replica (Admin API ElectLeaders, KIP-460).
 - `reassign` — change a partition's replica set through the Admin API (KIP-455 AlterPartitionReassignments):
   explicit `replicas`, or raise/lower the replication factor to `replication_factor`; optional replication
@@ -106,13 +108,31 @@ class OperationSpec(BaseModel):
         return self
 
 
+def release(version: str) -> tuple[int, int]:
+    """A Kafka version or release version ("4.0.1", "4.3", "4.3-IV1") as (major, minor)."""
+    major, minor = [*version.split("-")[0].split("."), "0"][:2]
+    return int(major), int(minor)
+
+
 def validate_against(ops: Sequence[OperationSpec], broker_ids: Sequence[int], replication_factor: int,
-                     controller_ids: Sequence[int] = (), dynamic_quorum: bool = False) -> None:
+                     controller_ids: Sequence[int] = (), dynamic_quorum: bool = False,
+                     kafka_version: str | None = None) -> None:
     """What can be checked before any container starts: node ids exist, a new replication factor fits, controller
-    membership changes have a dynamic quorum to change."""
+    membership changes have a dynamic quorum to change, a rolling downgrade goes to a release that still knows the
+    finalized metadata.version (`kafka_version`: what the cluster is formatted with, at its latest)."""
     brokers = set(broker_ids)
+    metadata = release(kafka_version) if kafka_version else None  # kafka-storage format finalizes the latest
     for i, op in sorted(enumerate(ops), key=lambda pair: pair[1].at_s):  # the brokers there are at each one
         where = f"operations.{i}"
+        if op.kind == "rolling-upgrade" and op.to_version and metadata is not None:
+            if release(op.to_version) < metadata:
+                raise ValueError(
+                    f"{where}: a rolling downgrade to {op.to_version} needs metadata.version at most "
+                    f"{release(op.to_version)[0]}.{release(op.to_version)[1]}, but it is finalized at "
+                    f"{metadata[0]}.{metadata[1]} by then, and Kafka cannot lower it (KIP-1155 is in no release). "
+                    "Start the cluster on the older version, upgrade without release_version, then roll back")
+            if op.release_version:
+                metadata = max(metadata, release(op.release_version))
         if op.kind == "add-broker":
             brokers.add(max(brokers) + 1)  # the next free id, as KafkaCluster.add_broker takes it
             continue

@@ -92,7 +92,8 @@ class Scenario(Strict):
     @model_validator(mode="after")
     def _fits_cluster(self) -> Scenario:
         validate_against(self.operations, self.cluster.broker_ids(), self.topic.replication_factor,
-                         self.cluster.controller_ids(), self.cluster.dynamic_quorum)
+                         self.cluster.controller_ids(), self.cluster.dynamic_quorum,
+                         None if self.cluster.bootstrap_servers else self.cluster.kafka_version)
         if self.cluster.bootstrap_servers:
             self._fits_external_cluster()
         targets = [f.target for f in self.faults.schedule] + list(self.faults.generator.targets

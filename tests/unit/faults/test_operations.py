@@ -246,3 +246,14 @@ def test_an_added_broker_can_take_replicas_and_be_decommissioned() -> None:
     with pytest.raises(ScenarioError, match=r"operations\.3 .*names brokers \[4\]"):  # 4 is gone by then
         parse_scenario({"name": "brokers", "operations": ops})
     assert len(parse_scenario({"name": "brokers", "operations": ops[:3]}).operations) == 3
+
+
+def test_a_rolling_downgrade_is_refused_once_metadata_version_is_beyond_it() -> None:
+    up = {"kind": "rolling-upgrade", "at_s": 1, "to_version": "4.3.1"}
+    down = {"kind": "rolling-upgrade", "at_s": 2, "to_version": "4.0.1"}
+    assert parse_scenario({"name": "d", "cluster": {"kafka_version": "4.0.1"}, "operations": [up, down]})
+    with pytest.raises(ScenarioError, match=r"operations\.1: a rolling downgrade to 4\.0\.1 .* finalized at 4\.3"):
+        parse_scenario({"name": "d", "cluster": {"kafka_version": "4.0.1"},
+                        "operations": [{**up, "release_version": "4.3"}, down]})
+    with pytest.raises(ScenarioError, match=r"finalized at 4\.3 by then"):  # formatted by 4.3.1 at its latest
+        parse_scenario({"name": "d", "cluster": {"kafka_version": "4.3.1"}, "operations": [down]})
