@@ -16,7 +16,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from kafka_chaos.cluster.volatile_disk import is_mounted
+from kafka_chaos.cluster.volatile_disk import is_mounted, remove_run_disks
 from kafka_chaos.errors import ClusterError
 
 SIZED_ROOT = Path(os.environ.get("KAFKA_CHAOS_SIZED_DISKS", "/var/tmp/kafka-chaos/sized"))
@@ -37,15 +37,12 @@ def missing_requirements(engine_url: str | None = None) -> list[str]:
 
 def remove_sized_disks(run_id: str | None = None) -> list[str]:
     """Unmount and delete the sized disks of one run (or of every run: leftovers of killed runs)."""
-    runs = [SIZED_ROOT / run_id] if run_id else (sorted(SIZED_ROOT.iterdir()) if SIZED_ROOT.is_dir() else [])
-    removed = []
-    for run in runs:
-        for node in sorted(run.iterdir()) if run.is_dir() else []:
-            if is_mounted(node):
-                subprocess.run(["umount", "-l", str(node)], capture_output=True)
-            removed.append(f"{run.name}/{node.name}")
-        shutil.rmtree(run, ignore_errors=True)
-    return removed
+
+    def unmount_node(node: Path) -> None:
+        if is_mounted(node):
+            subprocess.run(["umount", "-l", str(node)], capture_output=True)
+
+    return remove_run_disks(SIZED_ROOT, run_id, unmount_node)
 
 
 class SizedDisk:

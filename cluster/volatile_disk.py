@@ -32,6 +32,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -438,17 +439,28 @@ def is_mounted(mountpoint: Path) -> bool:
         return any(len(fields) > 1 and fields[1] == target for fields in (line.split() for line in f))
 
 
-def remove_disks(run_id: str | None = None) -> list[str]:
-    """Unmount and delete the volatile disks of one run (or of every run: leftovers of killed runs)."""
-    runs = [DISKS_ROOT / run_id] if run_id else (sorted(DISKS_ROOT.iterdir()) if DISKS_ROOT.is_dir() else [])
+def remove_run_disks(root: Path, run_id: str | None, unmount_node: Callable[[Path], None]) -> list[str]:
+    """Under `root/<run>/<node>`: unmount each node's disk (`unmount_node`) and delete the run folders, of one run
+    or of every run (leftovers of killed runs); returns the `run/node` names removed. Volatile and sized disks share
+    the layout and differ only in how a node's disk is unmounted."""
+    runs = [root / run_id] if run_id else (sorted(root.iterdir()) if root.is_dir() else [])
     removed = []
     for run in runs:
         for node in sorted(run.iterdir()) if run.is_dir() else []:
-            if is_mounted(node / "mnt"):
-                unmount(node / "mnt")
+            unmount_node(node)
             removed.append(f"{run.name}/{node.name}")
         shutil.rmtree(run, ignore_errors=True)
     return removed
+
+
+def remove_disks(run_id: str | None = None) -> list[str]:
+    """Unmount and delete the volatile disks of one run (or of every run: leftovers of killed runs)."""
+
+    def unmount_node(node: Path) -> None:
+        if is_mounted(node / "mnt"):
+            unmount(node / "mnt")
+
+    return remove_run_disks(DISKS_ROOT, run_id, unmount_node)
 
 
 class VolatileDisk:
