@@ -26,6 +26,11 @@ class FaultKindInfo:
     description: str
     colour: str  # fill of its band in the report
     needs: frozenset[Need] = frozenset()
+    restarts: bool = False
+    """Process kinds: the heal starts the node again (a JVM restart, not a resume)."""
+    blocks: bool = False
+    """Link kinds: the link carries nothing useful while it is on (cut, black-holed, reset, throttled to a
+    trickle), rather than only slower; the availability model owes no progress across it."""
 
     @property
     def brokers_only(self) -> bool:
@@ -33,41 +38,46 @@ class FaultKindInfo:
         return self.family == "client-link"
 
 
-def _link(name: str, description: str, colour: str) -> FaultKindInfo:
-    return FaultKindInfo(name, "heal-link", "client-link", description, colour, frozenset({"toxiproxy"}))
+def _link(name: str, description: str, colour: str, *, blocks: bool) -> FaultKindInfo:
+    return FaultKindInfo(name, "heal-link", "client-link", description, colour, frozenset({"toxiproxy"}),
+                         blocks=blocks)
 
 
-def _node_link(name: str, description: str, colour: str) -> FaultKindInfo:
-    return FaultKindInfo(name, "heal-links", "node-link", description, colour, frozenset({"link-proxies"}))
+def _node_link(name: str, description: str, colour: str, *, blocks: bool) -> FaultKindInfo:
+    return FaultKindInfo(name, "heal-links", "node-link", description, colour, frozenset({"link-proxies"}),
+                         blocks=blocks)
 
 
 KINDS: dict[str, FaultKindInfo] = {
     info.name: info
     for info in (
-        FaultKindInfo("kill", "restart", "process", "SIGKILL; restarted later on the data it had", "#d62728"),
+        FaultKindInfo("kill", "restart", "process", "SIGKILL; restarted later on the data it had", "#d62728",
+                      restarts=True),
         FaultKindInfo("power-loss", "power-on", "process",
                       "SIGKILL, then every write not fsynced is lost (volatile disk); started later on what is left",
-                      "#4a0d0d", frozenset({"volatile-disks"})),
+                      "#4a0d0d", frozenset({"volatile-disks"}), restarts=True),
         FaultKindInfo("disk-full", "disk-freed", "process",
                       "the node's data disk filled until free_mb is left: its writes fail (ENOSPC); freed and the "
-                      "node started again later", "#a55194", frozenset({"sized-disks"})),
-        FaultKindInfo("stop", "start", "process", "clean shutdown (SIGTERM); started later", "#ff7f0e"),
+                      "node started again later", "#a55194", frozenset({"sized-disks"}), restarts=True),
+        FaultKindInfo("stop", "start", "process", "clean shutdown (SIGTERM); started later", "#ff7f0e",
+                      restarts=True),
         FaultKindInfo("pause", "resume", "process", "every process frozen (cgroup freezer); resumed later", "#9467bd"),
         FaultKindInfo("partition", "heal", "network", "iptables DROP between nodes by a shape; rules flushed later",
                       "#1f77b4"),
-        _link("latency", "client link delayed (Toxiproxy latency)", "#bcbd22"),
-        _link("bandwidth", "client link throttled (Toxiproxy bandwidth)", "#17becf"),
-        _link("timeout", "client link black-holed: data dropped, connections hang", "#8c564b"),
-        _link("reset_peer", "client connections reset (TCP RST)", "#e377c2"),
-        _link("link-down", "client proxy disabled: connections refused", "#7f7f7f"),
+        _link("latency", "client link delayed (Toxiproxy latency)", "#bcbd22", blocks=False),
+        _link("bandwidth", "client link throttled (Toxiproxy bandwidth)", "#17becf", blocks=True),
+        _link("timeout", "client link black-holed: data dropped, connections hang", "#8c564b", blocks=True),
+        _link("reset_peer", "client connections reset (TCP RST)", "#e377c2", blocks=True),
+        _link("link-down", "client proxy disabled: connections refused", "#7f7f7f", blocks=True),
         # links between nodes (faults.node_links selects which; cluster.node_links proxies each one)
-        _node_link("link-latency", "links between nodes delayed (latency ± jitter)", "#8c6d31"),
-        _node_link("link-bandwidth", "links between nodes throttled", "#6b6ecf"),
-        _node_link("link-timeout", "links between nodes black-holed: data dropped, connections hang", "#843c39"),
-        _node_link("link-reset", "connections between nodes reset (TCP RST)", "#d6616b"),
-        _node_link("link-slicer", "data between nodes cut into small delayed slices", "#9c9ede"),
-        _node_link("link-cut", "links between nodes down: connections closed and refused", "#393b79"),
-        _node_link("link-flap", "links between nodes down and up every period_ms", "#637939"),
+        _node_link("link-latency", "links between nodes delayed (latency ± jitter)", "#8c6d31", blocks=False),
+        _node_link("link-bandwidth", "links between nodes throttled", "#6b6ecf", blocks=False),
+        _node_link("link-timeout", "links between nodes black-holed: data dropped, connections hang", "#843c39",
+                   blocks=True),
+        _node_link("link-reset", "connections between nodes reset (TCP RST)", "#d6616b", blocks=True),
+        _node_link("link-slicer", "data between nodes cut into small delayed slices", "#9c9ede", blocks=False),
+        _node_link("link-cut", "links between nodes down: connections closed and refused", "#393b79", blocks=True),
+        _node_link("link-flap", "links between nodes down and up every period_ms", "#637939", blocks=True),
     )
 }
 assert set(KINDS) == set(get_args(FaultKind)), "FaultKind and KINDS must name the same kinds"
@@ -100,8 +110,10 @@ for _info in [*KINDS.values(), *OPERATIONS.values()]:
     HEALS[_info.heal] = HEALS.get(_info.heal, frozenset()) | {_info.name}
 
 
-def kinds_of(family: Family) -> frozenset[str]:
-    return frozenset(k for k, info in KINDS.items() if info.family == family)
+def kinds_of(family: Family, *, restarts: bool | None = None, blocks: bool | None = None) -> frozenset[str]:
+    """The kinds of a family, optionally only those that restart the node / block their link (or do not)."""
+    return frozenset(k for k, info in KINDS.items() if info.family == family
+                     and restarts in (None, info.restarts) and blocks in (None, info.blocks))
 
 
 def heal_of(kind: str) -> str:

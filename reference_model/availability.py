@@ -53,6 +53,8 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from kafka_chaos.faults.registry import kinds_of
+
 # Kafka's own defaults (KafkaConfig / KRaftConfigs / QuorumConfig, Kafka 4.x), and librdkafka's client ones.
 KAFKA_DEFAULTS: dict[str, str] = {
     "broker.session.timeout.ms": "9000",
@@ -72,12 +74,12 @@ CLIENT_DEFAULTS_MS = {
 
 ExpectedReason = Literal["no-controller-quorum", "below-min-insync", "no-live-isr-member", "client-link-fault",
                          "node-link-fault"]
-PROCESS_DOWN = frozenset({"kill", "power-loss", "disk-full", "stop", "pause"})
-RESTARTS = frozenset({"kill", "power-loss", "disk-full", "stop"})
-LINK_BLOCKING = frozenset({"timeout", "link-down", "reset_peer", "bandwidth"})
+PROCESS_DOWN = kinds_of("process")
+RESTARTS = kinds_of("process", restarts=True)  # pause is resumed: the same JVM, nothing to recover
+LINK_BLOCKING = kinds_of("client-link", blocks=True)
 # Links between nodes (faults.node_links): cutting ones stop the connections, slowing ones only delay them.
-NODE_LINK_CUTTING = frozenset({"link-cut", "link-timeout", "link-reset", "link-flap"})
-NODE_LINK_SLOWING = frozenset({"link-latency", "link-bandwidth", "link-slicer"})
+NODE_LINK_CUTTING = kinds_of("node-link", blocks=True)
+NODE_LINK_SLOWING = kinds_of("node-link", blocks=False)
 
 
 def node_link_blocked(kind: str, nodes: Collection[int], value: Any = None) -> set[int]:

@@ -13,6 +13,7 @@ import pytest
 
 from kafka_chaos.errors import ScenarioError
 from kafka_chaos.faults import FaultsConfig, grudge, plan, resolve
+from kafka_chaos.faults.registry import KINDS
 from kafka_chaos.faults.targets import TargetError
 from kafka_chaos.harness.scenario import parse_scenario
 
@@ -218,3 +219,15 @@ def test_a_plan_running_late_still_fires_at_the_end_of_the_run(grace_s: float, f
     nemesis.stop(wait_for_plan_s=grace_s)
     assert [f for t, f in recorder.events if t == "info"].count("kill") == fired
     assert ("info", "restart") in recorder.events, "whatever fired is healed"
+
+
+def test_the_availability_model_reads_what_each_kind_does_from_the_registry() -> None:
+    from kafka_chaos.reference_model import availability as model
+
+    down, restarts, client_blocking = model.PROCESS_DOWN, model.RESTARTS, model.LINK_BLOCKING
+    cutting, slowing = model.NODE_LINK_CUTTING, model.NODE_LINK_SLOWING
+    assert down == {"kill", "power-loss", "disk-full", "stop", "pause"}
+    assert restarts == down - {"pause"}  # a frozen JVM resumes where it was
+    assert client_blocking == {"timeout", "link-down", "reset_peer", "bandwidth"}
+    assert cutting == {"link-cut", "link-timeout", "link-reset", "link-flap"}
+    assert slowing == {k for k, info in KINDS.items() if info.family == "node-link"} - cutting
