@@ -66,7 +66,8 @@ class KafkaCluster:
         self.was_partitioned = False
         """Set by any iptables partition; a shared pool replaces such a cluster rather than reuse it."""
         self.was_reshaped = False
-        """Set when a broker was added or removed: the cluster no longer matches its spec, so a pool replaces it."""
+        """Set when a broker was added or removed or a node moved to another image: the cluster no longer matches
+        its spec, so a pool replaces it."""
         self.toxiproxy: Toxiproxy | None = None
         self.link_proxies: LinkProxies | None = None
         self.nodes: dict[int, KafkaNode] = {}
@@ -268,6 +269,9 @@ class KafkaCluster:
         """Move one node to another Kafka image, keeping its data (see KafkaNode.replace_image)."""
         if self._network is None:
             raise ClusterError("the cluster is not started")
+        # no longer the version its spec names (and its metadata.version may have been raised past it): a pool
+        # must not hand it to the next run as a fresh cluster of that spec
+        self.was_reshaped = True
         self.node(node_id).replace_image(image, self._network)
 
     def add_broker(self, timeout_s: float | None = None) -> KafkaNode:
