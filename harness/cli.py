@@ -232,17 +232,24 @@ def reconcile(
     master: Annotated[str, typer.Option(help="Spark master URL")] = "local[*]",
     out: Annotated[Path | None, typer.Option(help="Write reconcile.json here")] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
+    skip_malformed: Annotated[bool, typer.Option(help="Leave malformed history lines out (counted) instead "
+                                                 "of stopping at the first")] = False,
 ) -> None:
-    """Reconcile produced vs consumed records of one or many runs; same output shape as `check --json`.
-    Exit 1 on violations."""
+    """Reconcile produced vs consumed records of one or many runs, from their history.jsonl (or the tables
+    `check` wrote); same output shape as `check --json`. Exit 1 on violations."""
     from kafka_chaos.harness.reconcile import reconcile as reconcile_with_verdicts
 
     if engine not in ("pandas", "spark"):
         raise typer.BadParameter(f"--engine must be pandas or spark, not {engine!r}")
-    results = reconcile_with_verdicts(run_dirs, engine=engine, master=master, out=out)
+    results = reconcile_with_verdicts(run_dirs, engine=engine, master=master, out=out,
+                                      skip_malformed=skip_malformed)
+    malformed = results.get("stats", {}).get("malformed_lines")
     if as_json:
         print(json.dumps(results, indent=2, default=str))
     else:
+        if malformed:
+            console.print(f"[yellow]warning:[/] {malformed} malformed history line(s) left out "
+                          "(--skip-malformed)")
         for name, n in sorted(results.get("anomaly_counts", {}).items()):
             console.print(f"{name}: {n}")
         console.print(f"valid={results.get('valid')}, violations={len(results['violations'])}")

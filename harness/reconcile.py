@@ -25,11 +25,12 @@ from kafka_chaos.rundir import HISTORY_FILE, RECONCILE_FILE, RESULTS_FILE, RunDi
 
 
 def reconcile(
-    run_dirs: list[str], *, engine: str, master: str | None, out: Path | None = None
+    run_dirs: list[str], *, engine: str, master: str | None, out: Path | None = None,
+    skip_malformed: bool = False,
 ) -> dict[str, Any]:
     from kafka_chaos.spark.job import reconcile_runs
 
-    result = reconcile_runs(run_dirs, engine=engine, master=master)
+    result = reconcile_runs(run_dirs, engine=engine, master=master, skip_malformed=skip_malformed)
     judge_reconciled(result, run_dirs)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
@@ -39,7 +40,9 @@ def reconcile(
 
 def judge_reconciled(result: dict[str, Any], run_dirs: list[str]) -> None:
     """Label every listed instance with its run's verdict and replace `violations` (in place).
-    With several runs the engines prefix keys with `<run id>/`, which says whose configuration applies."""
+    With several runs the engines prefix keys with `<run id>/`, which says whose configuration applies. A run
+    read from its history alone (no results.json) is judged by what Spark read there (`histories`): its
+    `run-start` and the fault windows of its nemesis events, as the checker would."""
     runs = {Path(d.removeprefix("file://")).name: Path(d.removeprefix("file://")) for d in run_dirs}
     prefixed = len(run_dirs) > 1
     judge = load_judge()
@@ -50,7 +53,10 @@ def judge_reconciled(result: dict[str, Any], run_dirs: list[str]) -> None:
             for name, instances in result.get("anomalies", {}).items()
         }
         _fill_send_ms(run_dir, mine.get("duplicate", []), f"{run}/" if prefixed else "")
-        config, faults = verdict_inputs(_run_start(run_dir), _faults(run_dir), read_state_samples(run_dir))
+        read_by_spark = result.get("histories", {}).get(run) or {}
+        run_start = _run_start(run_dir) or read_by_spark.get("run_start")
+        faults = _faults(run_dir) or read_by_spark.get("faults")
+        config, faults = verdict_inputs(run_start, faults, read_state_samples(run_dir))
         violations += apply_verdicts(
             mine, config=config, faults=faults, judge=judge, complete=bool(result.get("complete", True))
         )

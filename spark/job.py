@@ -7,7 +7,9 @@ The plan — one scan of each table, one shuffle, one vectorised pass per partit
 
 1. **Scan** every run's `sends` and `polls` once, reading only `key, value, offset, type, op_index`
    (Parquet column pruning), and project them into one narrow union (`kernel.INPUT_SCHEMA`): ok poll records
-   and all sends, `src` telling which. With several runs, keys are prefixed `<run id>/` and op indexes are
+   and all sends, `src` telling which. A run without tables is read from its `history.jsonl` instead
+   (spark/history.py: the lines parsed in parallel; pairing a send's completion with its invoke is one more
+   exchange, of the client events by process). With several runs, keys are prefixed `<run id>/` and op indexes are
    shifted per run, so runs never mix.
 2. **Shuffle once**: `repartition("key")` puts every row of a key into one partition. This is the only
    exchange of the history in the plan: no join of sends with polls, no groupBy per anomaly, no window —
@@ -59,6 +61,7 @@ from kafka_chaos.checker.schema import ANOMALIES_BAD_BY_DEFAULT
 from kafka_chaos.errors import SparkReconcileError
 from kafka_chaos.rundir import RECONCILE_FILE, RESULTS_FILE
 from kafka_chaos.spark import kernel
+from kafka_chaos.spark.history import HistoryFacts
 from kafka_chaos.spark.session import DEFAULT_DRIVER_MEMORY, DEFAULT_MASTER, first_line, start_session
 from kafka_chaos.spark.tables import OP_STRIDE, RunTables, load_rows, read_run, resolve_runs
 
@@ -101,8 +104,10 @@ def reconcile(
     spark: SparkSession | None = None,
     progress: bool | None = None,
     console: Console | None = None,
+    skip_malformed: bool = False,
 ) -> dict[str, Any]:
-    """Reconcile the sends and polls tables of the runs in `paths` with Spark.
+    """Reconcile the runs in `paths` with Spark: from their sends and polls tables, or from `history.jsonl`
+    where a run has no (up-to-date) tables (spark/tables.py, spark/history.py).
 
     Returns the `kafka-chaos check --json` shape (`valid`, `complete`, `anomaly_counts`, `anomalies`,
     `violations`, `stats`) plus `keys` (per-key counts) and `runs` (per-run anomaly counts). Instances are
@@ -111,8 +116,9 @@ def reconcile(
 
     `spark`: a session to use and leave running (by default the active one, if any); otherwise one is
     started with `master` and `driver_memory`, and stopped at the end. `shuffle_partitions`: partitions
-    of the one shuffle (default: adaptive, see the module doc). Raises SparkReconcileError with a message
-    for a person.
+    of the one shuffle (default: adaptive, see the module doc). A malformed history line (other than a cut
+    last line) is a SparkReconcileError naming the file and line, unless `skip_malformed`: then they are
+    left out, counted in `stats.malformed_lines`. Raises SparkReconcileError with a message for a person.
     """
     if max_instances < 0 or max_values < 0:
         raise SparkReconcileError("max_instances and max_values must be zero or more.")
@@ -129,18 +135,27 @@ def reconcile(
             bar.phase("resolving tables")
             runs = resolve_runs(session, list(paths))
             total_bytes = sum(r.bytes for r in runs)
-            bar.phase(f"reconciling {len(runs)} run(s), {total_bytes / 1e6:,.1f} MB of Parquet")
+            source = "history" if all(r.history for r in runs) else "Parquet" if not any(
+                r.history for r in runs) else "history and Parquet"
+            bar.phase(f"reconciling {len(runs)} run(s), {total_bytes / 1e6:,.1f} MB of {source}")
             job = _Job(session, max_instances, max_values, shuffle_partitions)
             rows = job.findings(load_rows(session, runs))
+            facts = {r.run: r.history.facts() for r in runs if r.history is not None}
+            _refuse_malformed(runs, facts, skip_malformed)
             uncertain = [r for r in rows if r["kind"] == kernel.KIND_UNCERTAIN]
             if uncertain:
                 bar.phase("deciding info sends whose op wrote to other keys")
                 rows = _settle_uncertain(job, runs, rows, uncertain)
         result = _assemble(rows, max_instances, runs=[r.run for r in runs])
-        result["complete"] = _complete(runs)
+        _fill_send_ms(session, runs, result["anomalies"].get("duplicate", []))
+        result["complete"] = _complete(runs) and all(f.complete for f in facts.values())
+        if facts:
+            result["histories"] = {run: _history_summary(f) for run, f in facts.items()}
         result["stats"].update(
             engine="spark",
             runs=[r.run for r in runs],
+            source=source,
+            malformed_lines=sum(f.malformed for f in facts.values()),
             input_bytes=total_bytes,
             shuffle_partitions=shuffle_partitions or "adaptive",
             master=session.sparkContext.master,
@@ -291,6 +306,82 @@ def _settle_uncertain(
     return [r for r in rows if r["key"] not in replaced and r["kind"] != kernel.KIND_UNCERTAIN] + [
         r for found in replaced.values() for r in found if r["kind"] != kernel.KIND_UNCERTAIN
     ]
+
+
+def _refuse_malformed(runs: list[RunTables], facts: dict[str, HistoryFacts], skip: bool) -> None:
+    """A malformed history line stops the job (exit 2), naming the file and the line; with `skip` it was left
+    out and is counted. A cut last line is not malformed (HistoryFacts.truncated)."""
+    if skip:
+        return
+    for run in runs:
+        found = facts.get(run.run)
+        if run.history is None or found is None or not found.malformed:
+            continue
+        file, text = found.first_malformed or (run.history.files[0], "")
+        number, _ = run.history.line_number(file, text)
+        where = f"{file.removeprefix('file:')}, line {number}" if number else file.removeprefix("file:")
+        more = f" ({found.malformed - 1} more malformed line(s) in this run)" if found.malformed > 1 else ""
+        shown = text if len(text) <= 80 else text[:79] + "…"
+        raise SparkReconcileError(
+            f"{where}: not a valid history event: {shown!r}{more}. Only the last line of an interrupted run "
+            "may be incomplete; this history is damaged. Fix or remove the line, or pass --skip-malformed to "
+            "leave malformed lines out (they are counted in the result)."
+        )
+
+
+def _fill_send_ms(session: SparkSession, runs: list[RunTables], duplicates: list[dict[str, Any]]) -> None:
+    """The checker's `send_ms` of each listed `duplicate` (the longest completed send of its value), looked up
+    for just those values: the model judges an idempotent duplicate by it."""
+    if not duplicates:
+        return
+    from pyspark.sql import functions as F
+
+    prefixed = len(runs) > 1
+    longest: dict[tuple[str, int], int] = {}
+    for run in runs:
+        mine = [d for d in duplicates if not prefixed or str(d["key"]).startswith(f"{run.run}/")]
+        if not mine:
+            continue
+        sends, _ = read_run(session, run)
+        if not {"invoke_time", "complete_time"} <= set(sends.columns):
+            continue
+        values = sorted({int(d["value"]) for d in mine})
+        took = (
+            sends.where(F.col("value").isin(values) & F.col("complete_time").isNotNull())
+            .groupBy("key", "value")
+            .agg(F.max(F.col("complete_time") - F.col("invoke_time")).alias("ns"))
+        )
+        try:
+            table = _to_arrow(took)
+        except Exception as exc:
+            raise _job_error(exc) from None
+        prefix = f"{run.run}/" if prefixed else ""
+        for key, value, ns in zip(*(table.column(c).to_pylist() for c in ("key", "value", "ns")), strict=True):
+            longest[(prefix + key, value)] = ns
+    for d in duplicates:
+        ns = longest.get((str(d["key"]), int(d["value"])))
+        if ns is not None:
+            d["send_ms"] = ns // 1_000_000
+
+
+def _history_summary(facts: HistoryFacts) -> dict[str, Any]:
+    """What a run's history said besides its rows: the harness judges a run without results.json by it."""
+    from kafka_chaos.checker.faults import faults_from_history
+    from kafka_chaos.checker.tables import NemesisEvent
+
+    nemesis = [
+        NemesisEvent(index=e["index"], time=e["time"], type=e["type"] or "info", f=str(e["f"]), value=e["value"])
+        for e in facts.side_events
+        if e["process"] in ("nemesis", "operator")
+    ]
+    return {
+        "complete": facts.complete,
+        "drain_complete": facts.drain_complete,
+        "truncated": facts.truncated,
+        "malformed_lines": facts.malformed,
+        "run_start": facts.run_start,
+        "faults": faults_from_history(nemesis, end_time=facts.end_time).to_dict(),
+    }
 
 
 def _complete(runs: list[RunTables]) -> bool:
@@ -449,6 +540,7 @@ def reconcile_runs(
     shuffle_partitions: int | None = None,
     max_instances: int = 100,
     progress: bool | None = None,
+    skip_malformed: bool = False,
 ) -> dict[str, Any]:
     """What `kafka-chaos reconcile RUN_DIR… --engine spark|pandas [--master URL] [--out DIR]` does.
 
@@ -464,6 +556,7 @@ def reconcile_runs(
             shuffle_partitions=shuffle_partitions,
             max_instances=max_instances,
             progress=progress,
+            skip_malformed=skip_malformed,
         )
     elif engine == "pandas":
         from kafka_chaos.spark.local import reconcile_local
@@ -503,6 +596,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--shuffle-partitions", type=int, default=None)
     parser.add_argument("--max-instances", type=int, default=100)
     parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument("--skip-malformed", action="store_true",
+                        help="leave malformed history lines out (counted) instead of stopping")
     args = parser.parse_args(argv)
     from kafka_chaos.spark.session import under_spark_submit
 
@@ -517,6 +612,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             shuffle_partitions=args.shuffle_partitions,
             max_instances=args.max_instances,
             progress=False if args.no_progress else None,
+            skip_malformed=args.skip_malformed,
         )
     print(json.dumps(result, indent=2))
     return 0 if result["valid"] else 1

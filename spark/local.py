@@ -18,8 +18,11 @@ __all__ = ["reconcile_local"]
 
 
 def reconcile_local(paths: Sequence[str | Path], *, max_instances: int = 100) -> dict[str, Any]:
-    """Run `checker.analyse` on each run directory's sends.parquet / polls.parquet and merge the results."""
+    """Run `checker.analyse` on each run directory's sends.parquet / polls.parquet (its history.jsonl when it
+    has no tables) and merge the results."""
     from kafka_chaos.checker import HistoryError, analyse, read_tables
+    from kafka_chaos.checker.tables import history_to_tables
+    from kafka_chaos.rundir import RunDir
 
     if not paths:
         raise SparkReconcileError("No run directory given. Pass one or more RUN_DIRs (results/<run id>).")
@@ -37,7 +40,11 @@ def reconcile_local(paths: Sequence[str | Path], *, max_instances: int = 100) ->
         run_dir = Path(raw)
         run = run_dir.name
         try:
-            sends, polls = read_tables(run_dir)
+            if RunDir(run_dir).sends.exists() or not RunDir(run_dir).history.exists():
+                sends, polls = read_tables(run_dir)
+            else:
+                tables = history_to_tables(run_dir)
+                sends, polls = tables.sends, tables.polls
         except HistoryError as err:
             raise SparkReconcileError(str(err)) from None
         result = analyse(sends, polls).to_dict()

@@ -1,10 +1,12 @@
 """Finding and reading the `sends` / `polls` tables of one or many runs (docs/architecture.md §3),
 through Spark's Hadoop file systems, so a path may be local or any URI Spark reads (hdfs://, s3a://, file://, …).
 
-A run is a directory holding `sends.parquet` and `polls.parquet` — each a Parquet file or a directory of
-Parquet files (a history split into many files reads the same as one file) — or `sends/` and `polls/`
-directories of Parquet files. The run id is the directory's name. With several runs, every key is prefixed
-`<run id>/` so runs never mix.
+A run is a directory holding its history — `history.jsonl` (plain or compressed) or a `history/` folder of
+parts, which Spark parses itself (spark/history.py) — and/or `sends.parquet` and `polls.parquet` (each a
+Parquet file or a directory of Parquet files), which `kafka-chaos check` writes. The tables are read when
+both exist and are at least as new as the history, the history otherwise. A path may be a glob
+(`results/*-demo-*`): each match is a run. The run id is the directory's name. With several runs, every key
+is prefixed `<run id>/` so runs never mix.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafka_chaos.checker.schema import POLLS_SCHEMA, SENDS_SCHEMA
 from kafka_chaos.errors import SparkReconcileError
+from kafka_chaos.spark.history import HISTORY_CANDIDATES, HistoryFrames
 from kafka_chaos.spark.kernel import SRC_FAIL, SRC_INFO, SRC_OK, SRC_POLL
 from kafka_chaos.spark.session import first_line
 
@@ -44,6 +47,9 @@ class RunTables:
     sends: str
     polls: str
     bytes: int
+    history: HistoryFrames | None = None
+    """Set when the run is read from its history rather than from Parquet tables (then `sends`/`polls`
+    are empty)."""
 
 
 def _fs(spark: SparkSession, uri: str) -> tuple[Any, Any]:
@@ -58,29 +64,30 @@ def _join(base: str, name: str) -> str:
 
 
 def resolve_runs(spark: SparkSession, paths: list[str]) -> list[RunTables]:
-    """The tables of each run directory in `paths`, or SparkReconcileError naming what is missing."""
+    """The tables (or the history) of each run directory in `paths` (globs expanded), or SparkReconcileError
+    naming what is missing."""
     if not paths:
         raise SparkReconcileError("No run directory given. Pass one or more RUN_DIRs (results/<run id>).")
     runs: list[RunTables] = []
     seen: dict[str, int] = {}
-    for raw in paths:
+    for raw in _expand(spark, paths):
         base = raw.rstrip("/") or raw
         try:
             fs, root = _fs(spark, base)
             if not fs.exists(root):
                 raise SparkReconcileError(
                     f"Run directory {raw} does not exist. Pass a run's results directory "
-                    "(results/<run id>, holding sends.parquet and polls.parquet)."
+                    "(results/<run id>, holding history.jsonl)."
                 )
-            found: dict[str, str] = {}
-            size = 0
-            for table, names in _CANDIDATES.items():
+            found: dict[str, tuple[str, int, int]] = {}  # table → (uri, bytes, modified ms)
+            for table, names in {**_CANDIDATES, "history": HISTORY_CANDIDATES}.items():
                 for name in names:
                     uri = _join(base, name)
                     tfs, tpath = _fs(spark, uri)
                     if tfs.exists(tpath):
-                        found[table] = uri
-                        size += int(tfs.getContentSummary(tpath).getLength())
+                        summary = tfs.getContentSummary(tpath)
+                        modified = int(tfs.getFileStatus(tpath).getModificationTime())
+                        found[table] = (uri, int(summary.getLength()), modified)
                         break
         except SparkReconcileError:
             raise
@@ -89,23 +96,45 @@ def resolve_runs(spark: SparkSession, paths: list[str]) -> list[RunTables]:
                 f"Cannot read {raw} ({first_line(exc)}). Check the path or URI and that Spark has the file "
                 "system for its scheme (e.g. hadoop-aws for s3a://)."
             ) from None
-        missing = [t for t in ("sends", "polls") if t not in found]
-        if missing:
-            wanted = " and ".join(f"{t}.parquet" for t in missing)
-            raise SparkReconcileError(
-                f"{raw} has no {wanted}. A run directory must hold sends.parquet and polls.parquet (files or "
-                "directories of Parquet files), which `kafka-chaos check RUN_DIR` writes from history.jsonl; "
-                "run that first, or pass the directory that holds the tables."
-            )
         run = base.rsplit("/", 1)[-1] or base
         if run in seen:
             seen[run] += 1
             run = f"{run}#{seen[run]}"
         else:
             seen[run] = 1
-        runs.append(RunTables(run=run, number=len(runs), path=raw, sends=found["sends"], polls=found["polls"],
-                              bytes=size))
+        tables = "sends" in found and "polls" in found
+        history = found.get("history")
+        if tables and (history is None or min(found["sends"][2], found["polls"][2]) >= history[2]):
+            runs.append(RunTables(run=run, number=len(runs), path=raw, sends=found["sends"][0],
+                                  polls=found["polls"][0], bytes=found["sends"][1] + found["polls"][1]))
+        elif history is not None:
+            runs.append(RunTables(run=run, number=len(runs), path=raw, sends="", polls="", bytes=history[1],
+                                  history=HistoryFrames(spark, [history[0]])))
+        else:
+            raise SparkReconcileError(
+                f"{raw} holds no history.jsonl (nor a history/ folder of parts, nor sends.parquet and "
+                "polls.parquet). Pass a run directory as `kafka-chaos run` writes it (results/<run id>)."
+            )
     return runs
+
+
+def _expand(spark: SparkSession, paths: list[str]) -> list[str]:
+    """Each path, or the directories a glob in it matches (in name order)."""
+    expanded: list[str] = []
+    for raw in paths:
+        if not any(c in raw for c in "*?[{"):
+            expanded.append(raw)
+            continue
+        try:
+            fs, pattern = _fs(spark, raw)
+            matches = fs.globStatus(pattern) or []
+        except Exception as exc:
+            raise SparkReconcileError(f"Cannot expand {raw} ({first_line(exc)}).") from None
+        dirs = sorted(str(m.getPath().toString()) for m in matches if m.isDirectory())
+        if not dirs:
+            raise SparkReconcileError(f"{raw} matches no run directory.")
+        expanded += dirs
+    return expanded
 
 
 def _read(spark: SparkSession, uri: str, table: str) -> DataFrame:
@@ -136,7 +165,10 @@ def _read(spark: SparkSession, uri: str, table: str) -> DataFrame:
 
 
 def read_run(spark: SparkSession, run: RunTables) -> tuple[DataFrame, DataFrame]:
-    """The run's sends and polls DataFrames, checked to have the columns the job reads."""
+    """The run's sends and polls DataFrames, checked to have the columns the job reads (from its history when
+    it has no tables)."""
+    if run.history is not None:
+        return run.history.frames()
     return _read(spark, run.sends, "sends"), _read(spark, run.polls, "polls")
 
 

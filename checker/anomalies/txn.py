@@ -21,6 +21,8 @@ def g1a_cases(ctx: Context) -> list[dict[str, Any]]:
     [writer, reader] and `times`.
     """
     s, p = ctx.sends, ctx.polls
+    if not len(s.type):  # nothing was sent: no writer to have failed (values read then are unwritten)
+        return []
     w = ctx.writer[p.pid]
     rows = np.flatnonzero((w >= 0) & (s.type[np.maximum(w, 0)] == FAIL))
     out = []
@@ -55,6 +57,8 @@ def precommitted_read_cases(ctx: Context) -> list[dict[str, Any]]:
     `times`.
     """
     s, p = ctx.sends, ctx.polls
+    if not len(s.type):  # nothing was sent: no txn read its own value
+        return []
     w = ctx.writer[p.pid]
     ws = np.maximum(w, 0)
     own = (w >= 0) & (s.process[ws] == p.process) & (s.complete_time[ws] == p.time)

@@ -426,3 +426,13 @@ def test_a_value_reused_across_keys_is_two_values(tmp_path: Path) -> None:
     r = check(h, tmp_path)
     (u,) = only(r, "unseen")
     assert (u["key"], u["values"], u["ops"]) == (K1, [1], [w])
+
+
+def test_reads_without_any_send_are_checked(tmp_path: Path) -> None:
+    """A history from another tool may hold reads and no sends (its producers recorded elsewhere): the
+    write-side checks find nothing to judge instead of failing on the empty sends table."""
+    h = History()
+    h.poll(3, {K: [(0, 7), (1, 8)]})
+    h.drain()
+    result = check(h, tmp_path)
+    assert result["anomaly_counts"] == {} and result["stats"]["records"]["polled"] == 2

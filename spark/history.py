@@ -1,0 +1,297 @@
+"""A run's `history.jsonl` read by Spark itself: the `sends` and `polls` frames built from the text lines, in
+parallel, with no single-process step between a run and the job (docs/architecture.md §3, §7).
+
+Input: one history file or a folder of parts (`history.jsonl`, `history.jsonl.gz`, `history.jsonl.zst`,
+`history/*.jsonl*`), local or any URI Spark reads; Hadoop's codecs decompress by extension. The rules are the
+checker's parser's (`checker/tables.py`), expressed as Spark columns:
+
+- Each line is one event: `from_json` with an explicit envelope (`process`, `type`, `f`, `index`, `time`, and
+  `value` kept as JSON text), micro-ops parsed from that text only where they are used.
+- A client op (integer `process`) is paired invoke → completion by process: a window over each process's
+  client events ordered by `index` (a process runs one op at a time, so the event before a completion is its
+  invoke). A send's row takes the completion's type and, when the completion carries `[offset, value]`, the
+  offset; its values come from the completion, or from the invoke when the completion has none; its op is the
+  invoke's index. An invoke that is its process's last event never completed: an `info` send with no
+  completion time.
+- `ok` polls (and the polls of `ok` txns) give one `polls` row per record, op = the completion's index;
+  records without an offset are dropped, as the checker drops them.
+- A line that is not an event (not JSON, no `process`/`type`/`time`, a client op without `index` or of an
+  unknown `type` or `f`), or a poll value of another shape, is *malformed*. Only a last line cut mid-way is
+  allowed (the run was interrupted: the run is then incomplete); any other stops the job naming the file and
+  line, unless the caller skips them, counted (`--skip-malformed`).
+
+What the checker reads besides the tables — the harness's `run-start` and `drain-complete`, the nemesis's and
+operator's events for the fault windows — is gathered in the same pass with `DataFrame.observe` (a handful of
+events), so each line is parsed as an envelope once. Poll lines are parsed once more for their records (a
+cheap text filter keeps the other lines out of that branch).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from kafka_chaos.errors import SparkReconcileError
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, Observation, SparkSession
+
+HISTORY_CANDIDATES = ("history.jsonl", "history.jsonl.gz", "history.jsonl.zst", "history.jsonl.bz2", "history")
+"""What a run folder may hold for its history, in the order looked for (`history` is a folder of parts)."""
+ENVELOPE = "process STRING, type STRING, f STRING, index BIGINT, time BIGINT, value STRING"
+OP_TYPES = ("invoke", "ok", "fail", "info")
+CLIENT_FS = ("send", "poll", "txn", "assign", "subscribe", "crash", "debug-topic-partitions")
+"""The client ops the checker knows (checker.tables.CLIENT_OP_FS and UNCHECKED_CLIENT_FS)."""
+SIDE_PROCESSES = ("nemesis", "operator", "harness")
+_RECORDS = "map<string, array<array<bigint>>>"
+_COMPRESSED = (".gz", ".zst", ".bz2", ".lz4", ".snappy", ".deflate")
+
+
+@dataclass
+class HistoryFacts:
+    """What one run's pass over its history observed besides the rows."""
+
+    malformed: int = 0
+    """Lines (and poll values) that are not what §3 says, the cut last line included."""
+    first_malformed: tuple[str, str] | None = None
+    """(file, text) of one malformed line: the job looks up its line number only when it reports it."""
+    truncated: bool = False
+    """The only malformed line is the last line of its file, cut mid-way: dropped, the run is incomplete."""
+    drain_complete: bool | None = None
+    run_start: dict[str, Any] | None = None
+    side_events: list[dict[str, Any]] = field(default_factory=list)
+    """The nemesis's, operator's and harness's events, in index order (values decoded)."""
+    end_time: int = 0
+
+    @property
+    def complete(self) -> bool:
+        return self.drain_complete is True and not self.truncated and self.malformed == 0
+
+
+class HistoryFrames:
+    """The sends and polls frames of one run's history, and, once a job has run on them, what it observed."""
+
+    def __init__(self, spark: SparkSession, files: list[str]) -> None:
+        self.spark = spark
+        self.files = files
+        self._observations: list[tuple[Observation, Observation]] = []
+
+    def frames(self) -> tuple[DataFrame, DataFrame]:
+        """(sends, polls) with the Parquet tables' columns (docs/architecture.md §3). Each call observes its
+        own pass: the facts are read from the first frames a job ran on."""
+        from pyspark.sql import Observation
+        from pyspark.sql import functions as f
+
+        lines = self.spark.read.text(self.files).select(
+            f.input_file_name().alias("file"), f.col("value").alias("line")
+        )
+        events_seen, polls_seen = Observation(), Observation()
+        self._observations.append((events_seen, polls_seen))
+        return _sends(lines, events_seen), _polls(lines, polls_seen)
+
+    def facts(self) -> HistoryFacts:
+        """What the first pass observed. Call only after a job ran on the first `frames()`: an observation
+        waits for its job."""
+        if not self._observations:
+            raise SparkReconcileError("internal error: no Spark job has read this history yet")
+        events_seen, polls_seen = self._observations[0]
+        return _facts(self, events_seen.get, polls_seen.get)
+
+    def line_number(self, file: str, text: str) -> tuple[int, int]:
+        """(1-based line number of the first line equal to `text` in `file`, the file's line count):
+        only for a malformed line that is reported, so a second read of one file is fine."""
+        numbered = self.spark.sparkContext.textFile(file).zipWithIndex()
+        hits = numbered.filter(lambda pair: pair[0] == text).map(lambda pair: pair[1]).take(1)
+        total = numbered.count()
+        return (int(hits[0]) + 1 if hits else 0), int(total)
+
+    def ends_with_newline(self, file: str) -> bool | None:
+        """Whether `file` ends with a newline; None for a compressed file (its end cannot be read cheaply)."""
+        if file.endswith(_COMPRESSED):
+            return None
+        jvm: Any = self.spark.sparkContext._jvm
+        conf = self.spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[union-attr]
+        path = jvm.org.apache.hadoop.fs.Path(file)
+        fs = path.getFileSystem(conf)
+        length = int(fs.getFileStatus(path).getLen())
+        if length == 0:
+            return True
+        stream = fs.open(path)
+        try:
+            stream.seek(length - 1)
+            return bool(stream.read() == ord("\n"))
+        finally:
+            stream.close()
+
+
+def _envelope(lines: DataFrame) -> DataFrame:
+    from pyspark.sql import functions as f
+
+    return lines.select("file", "line", f.from_json("line", ENVELOPE).alias("e")).select("file", "line", "e.*")
+
+
+def _is_client() -> Column:
+    from pyspark.sql import functions as f
+
+    return f.col("process").rlike(r"^-?[0-9]+$")
+
+
+def _malformed() -> Column:
+    from pyspark.sql import functions as f
+
+    col = f.col
+    missing = col("process").isNull() | col("type").isNull() | col("time").isNull()
+    bad_client = _is_client() & (
+        col("index").isNull() | ~col("type").isin(*OP_TYPES) | col("f").isNull() | ~col("f").isin(*CLIENT_FS)
+    )
+    return (f.trim(col("line")) != "") & (missing | bad_client)
+
+
+def _sends(lines: DataFrame, seen: Observation) -> DataFrame:
+    """Every send micro-op of send and txn ops, paired with its invoke; the pass also observes the malformed
+    lines and the side events."""
+    from pyspark.sql import Window
+
+    from pyspark.sql import functions as f
+
+    col = f.col
+    events = _envelope(lines)
+    bad = _malformed()
+    side = col("process").isin(*SIDE_PROCESSES)
+    observed = events.observe(
+        seen,
+        f.count_if(bad).alias("malformed"),
+        f.min(f.when(bad, f.concat_ws("\n", col("file"), col("line")))).alias("first"),
+        f.max(f.when(bad, f.concat_ws("\n", col("file"), col("line")))).alias("last"),
+        f.collect_list(f.when(side, f.struct("index", "time", "process", "type", "f", "value"))).alias("side"),
+        f.max("time").alias("end_time"),
+    )
+    # Pairing needs every client event of a process (an invoke replaced by another op's is forgotten, as the
+    # checker forgets it), but only a send's or txn's value: the shuffle carries the rest narrow.
+    client = observed.where(_is_client() & ~bad).select(
+        col("process").cast("bigint").alias("process"),
+        "index",
+        "time",
+        "type",
+        "f",
+        f.when(col("f").isin("send", "txn"), col("value")).alias("value"),
+    )
+    by_process = Window.partitionBy("process").orderBy("index")
+    paired = client.select(
+        "*",
+        f.lag("type").over(by_process).alias("prev_type"),
+        f.lag("f").over(by_process).alias("prev_f"),
+        f.lag("index").over(by_process).alias("prev_index"),
+        f.lag("time").over(by_process).alias("prev_time"),
+        f.lag("value").over(by_process).alias("prev_value"),
+        f.lead("index").over(by_process).alias("next_index"),
+    ).where(col("f").isin("send", "txn"))
+    has_invoke = (col("prev_type") == "invoke") & col("prev_f").isNotNull()
+    own = f.from_json(col("value"), "array<string>")
+    invoked = f.from_json(col("prev_value"), "array<string>")
+    completed = paired.where(col("type") != "invoke").select(
+        "process",
+        "type",
+        f.when(has_invoke, col("prev_index")).otherwise(col("index")).alias("op_index"),
+        f.when(has_invoke, col("prev_time")).otherwise(col("time")).alias("invoke_time"),
+        col("time").alias("complete_time"),
+        f.when(f.coalesce(f.size(own), f.lit(0)) > 0, own)
+        .otherwise(f.when(has_invoke, invoked))
+        .alias("mops"),
+    )
+    unfinished = paired.where((col("type") == "invoke") & col("next_index").isNull()).select(
+        "process",
+        f.lit("info").alias("type"),
+        col("index").alias("op_index"),
+        col("time").alias("invoke_time"),
+        f.lit(None).cast("bigint").alias("complete_time"),
+        own.alias("mops"),
+    )
+    mops = completed.unionByName(unfinished).select(
+        "process", "type", "op_index", "invoke_time", "complete_time", f.explode("mops").alias("mop")
+    )
+    mop = f.from_json(col("mop"), "array<string>")
+    sends = mops.select("*", mop.alias("m")).where(col("m")[0] == "send")
+    x = col("m")[2]
+    pair = f.from_json(x, "array<bigint>")
+    listed = f.startswith(f.ltrim(x), f.lit("["))
+    return sends.select(
+        f.when(listed, pair[1]).otherwise(x.cast("bigint")).alias("value"),
+        col("m")[1].alias("key"),
+        f.when(listed, pair[0]).alias("offset"),
+        "process",
+        "op_index",
+        "type",
+        "invoke_time",
+        "complete_time",
+    )
+
+
+def _polls(lines: DataFrame, seen: Observation) -> DataFrame:
+    """One row per record of every ok poll and ok txn's poll micro-ops."""
+    from pyspark.sql import functions as f
+
+    col = f.col
+    # Only lines that can hold a poll are parsed here: `"poll"` appears in every poll op and poll micro-op.
+    events = _envelope(lines.where(col("line").contains('"poll"')))
+    ok = events.where(
+        _is_client() & ~_malformed() & (col("type") == "ok") & col("f").isin("poll", "txn")
+    ).select(col("process").cast("bigint").alias("process"), "index", "time", "value")
+    mops = ok.select("process", "index", "time", f.explode(f.from_json("value", "array<string>")).alias("mop"))
+    mop = f.from_json(col("mop"), "array<string>")
+    polls = mops.select("process", "index", "time", mop.alias("m")).where(col("m")[0] == "poll")
+    records = f.from_json(col("m")[1], _RECORDS)
+    per_key = polls.select("process", "index", "time", records.alias("records"), col("m")[1].alias("text"))
+    # A key's records may be null or empty (nothing read there), but each record is [offset, value].
+    bad_shape = col("records").isNull() | f.exists(
+        f.map_values("records"), lambda pairs: f.exists(pairs, lambda p: p.isNull() | (f.size(p) != 2))
+    )
+    observed = per_key.observe(
+        seen,
+        f.count_if(bad_shape).alias("malformed"),
+        f.min(f.when(bad_shape, col("text"))).alias("first"),
+    )
+    pairs = observed.where(~bad_shape).select(
+        "process", "index", "time", f.explode("records").alias("key", "pairs")
+    )
+    rows = pairs.select("process", "index", "time", "key", f.explode("pairs").alias("pair"))
+    return rows.where(col("pair")[0].isNotNull()).select(
+        col("pair")[1].alias("value"),
+        "key",
+        col("pair")[0].alias("offset"),
+        "process",
+        col("index").alias("op_index"),
+        f.lit("ok").alias("type"),
+        col("time"),
+    )
+
+
+def _facts(history: HistoryFrames, seen: dict[str, Any], polls: dict[str, Any]) -> HistoryFacts:
+    facts = HistoryFacts(malformed=int(seen.get("malformed") or 0) + int(polls.get("malformed") or 0))
+    facts.end_time = int(seen.get("end_time") or 0)
+    if seen.get("first"):
+        file, _, text = str(seen["first"]).partition("\n")
+        facts.first_malformed = (file, text)
+    elif polls.get("first"):
+        facts.first_malformed = (history.files[0], f'a poll value {polls["first"][:80]}')
+    if facts.malformed == 1 and seen.get("last"):
+        file, _, text = str(seen["last"]).partition("\n")
+        number, total = history.line_number(file, text)
+        if number == total and history.ends_with_newline(file) is not True:
+            facts.truncated = True
+            facts.malformed = 0
+            facts.first_malformed = None
+    side = sorted((e.asDict() for e in seen.get("side") or [] if e is not None), key=lambda e: e["index"])
+    for event in side:
+        try:
+            event["value"] = json.loads(event["value"]) if event["value"] is not None else None
+        except ValueError:
+            pass
+        if event["process"] == "harness" and event["f"] == "drain-complete":
+            facts.drain_complete = event["value"] is True
+        elif event["process"] == "harness" and event["f"] == "run-start" and facts.run_start is None:
+            v = event["value"]
+            facts.run_start = v if isinstance(v, dict) else {"value": v}
+    facts.side_events = side
+    return facts

@@ -1,0 +1,222 @@
+"""Spark from the raw history (spark/history.py): the job parses history.jsonl itself and must give the
+checker's answer — on the hand-written corpus, on random general histories (Hypothesis), on compressed and
+split histories — and must refuse a damaged one naming the file and line."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+from spark_corpus import CORPUS
+from spark_helpers import History, core
+from test_spark_job import merge, prefixed, run_spark
+
+from kafka_chaos.checker import analyse
+from kafka_chaos.checker.tables import parse_history
+from kafka_chaos.errors import SparkReconcileError
+from kafka_chaos.harness.reconcile import judge_reconciled
+
+K, K1 = "chaos/0", "chaos/1"
+
+
+def history_text(h: History, *, drain: bool = True) -> str:
+    events = list(h.events)
+    if drain:
+        events.append({"index": len(events), "time": (len(events) + 1) * 1000, "process": "harness",
+                       "type": "info", "f": "drain-complete", "value": True})
+    return "".join(json.dumps(e) + "\n" for e in events)
+
+
+def write_history(run_dir: Path, text: str, name: str = "history.jsonl") -> Path:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / name).write_text(text)
+    return run_dir
+
+
+def checked(text: str) -> dict[str, Any]:
+    """The checker's own answer on the same history text (its parser, its analysis)."""
+    tables = parse_history(text.encode())
+    return analyse(tables.sends, tables.polls).to_dict()
+
+
+def test_corpus_from_jsonl_agrees_with_checker(spark_session: Any, tmp_path: Path) -> None:
+    """Every hand-written history, as history.jsonl only (no tables), in one multi-run job: the checker's
+    counts and instances."""
+    runs, expected = [], []
+    for name, build in sorted(CORPUS.items()):
+        text = history_text(build())
+        runs.append(write_history(tmp_path / name, text))
+        expected.append(prefixed(checked(text), name))
+    result = run_spark(spark_session, runs)
+    assert result["stats"]["source"] == "history"
+    assert not list(tmp_path.glob("*/sends.parquet")), "Spark must not need the tables"
+    assert core(result) == core(merge(*expected))
+    assert result["complete"] is True
+
+
+def test_pairing_unfinished_and_value_from_invoke(spark_session: Any, tmp_path: Path) -> None:
+    """A completion without values takes its invoke's; an invoke that never completed is an info send (its
+    op is the invoke's index); a cut last line is dropped and makes the run incomplete."""
+    h = History()
+    first = h.send(0, [(K, 1, 0)])
+    h.event(1, "invoke", "send", [["send", K, 2]])
+    h.event(1, "info", "send", None)  # no value on the completion: the invoke's
+    h.event(2, "invoke", "send", [["send", K, 3], ["send", K1, 4]])  # never completes
+    h.poll(3, {K: [(0, 1), (2, 2)]})
+    text = history_text(h, drain=False) + '{"index": 99, "time": 1, "proc'
+    result = run_spark(spark_session, [write_history(tmp_path / "r", text)])
+    expected = checked(text)
+    assert core(result) == core(expected)
+    assert result["stats"]["sends"] == 4 and result["stats"]["sends_info"] == 3
+    assert result["complete"] is False and result["histories"]["r"]["truncated"] is True
+    assert result["stats"]["values_read"] == 2 and first == 0
+
+
+def test_damaged_line_is_named_or_skipped(spark_session: Any, tmp_path: Path) -> None:
+    h = CORPUS["lost_write"]()
+    lines = history_text(h).splitlines(keepends=True)
+    lines.insert(3, "{not json\n")
+    run = write_history(tmp_path / "damaged", "".join(lines))
+    with pytest.raises(SparkReconcileError) as err:
+        run_spark(spark_session, [run])
+    message = str(err.value)
+    assert "history.jsonl, line 4" in message and "--skip-malformed" in message
+
+    skipped = run_spark(spark_session, [run], skip_malformed=True)
+    assert skipped["stats"]["malformed_lines"] == 1
+    assert core(skipped) == core(checked(history_text(h)))
+    assert skipped["complete"] is False, "a history with lines left out is not a complete record"
+
+    shape = history_text(h).replace('"chaos/0": [[0, 1]]', '"chaos/0": [7]')
+    assert shape != history_text(h)
+    with pytest.raises(SparkReconcileError, match="not a valid history event"):
+        run_spark(spark_session, [write_history(tmp_path / "shape", shape)])
+
+
+def test_compressed_and_split_histories_read_the_same(spark_session: Any, tmp_path: Path) -> None:
+    text = history_text(CORPUS["mixed"]())
+    plain = run_spark(spark_session, [write_history(tmp_path / "plain", text)])
+    zipped = tmp_path / "zipped"
+    zipped.mkdir()
+    (zipped / "history.jsonl.gz").write_bytes(gzip.compress(text.encode()))
+    parts = tmp_path / "parts" / "history"
+    parts.mkdir(parents=True)
+    lines = text.splitlines(keepends=True)
+    for n, a in enumerate(range(0, len(lines), 5)):
+        (parts / f"part-{n:03d}.jsonl").write_text("".join(lines[a : a + 5]))
+    assert core(run_spark(spark_session, [zipped])) == core(plain)
+    assert core(run_spark(spark_session, [tmp_path / "parts"])) == core(plain)
+    assert core(plain) == core(checked(text))
+
+
+def test_tables_used_only_when_newer_than_the_history(spark_session: Any, tmp_path: Path) -> None:
+    from spark_helpers import write_run
+
+    text = history_text(CORPUS["lost_write"]())
+    run = write_history(tmp_path / "r", text)
+    sends, polls = CORPUS["clean"]().tables()
+    write_run(run, sends, polls)  # deliberately another history's tables: which one was read shows
+    old = os.stat(run / "history.jsonl").st_mtime - 60
+    os.utime(run / "history.jsonl", (old, old))
+    assert run_spark(spark_session, [run])["stats"]["source"] == "Parquet"
+    new = os.stat(run / "sends.parquet").st_mtime + 60
+    os.utime(run / "history.jsonl", (new, new))
+    from_history = run_spark(spark_session, [run])
+    assert from_history["stats"]["source"] == "history"
+    assert from_history["anomaly_counts"].get("lost-write") == 1
+
+
+def test_verdicts_from_the_history_alone(spark_session: Any, tmp_path: Path) -> None:
+    """No results.json: the run-start configuration and the nemesis's fault windows come from Spark's pass
+    over the history, so the verdicts are the checker's."""
+    from kafka_chaos.checker.run import check_run
+
+    h = History()
+    h.event("harness", "info", "run-start", {"producer": {"acks": "1"}, "topic": {"replication_factor": 3}})
+    h.event("nemesis", "invoke", "kill", {"nodes": [1]})
+    h.event("nemesis", "info", "kill", {"nodes": [1]})
+    for v, o in ((1, 0), (2, 1), (3, 2)):
+        h.send(0, [(K, v, o)])
+    h.poll(1, {K: [(0, 1), (2, 3)]})
+    h.event("nemesis", "invoke", "restart", {"nodes": [1]})
+    h.event("nemesis", "info", "restart", {"nodes": [1]})
+    run = write_history(tmp_path / "acks1", history_text(h))
+    result = run_spark(spark_session, [run])
+    assert result["histories"]["acks1"]["faults"]["windows"], "the kill's window"
+    judge_reconciled(result, [str(run)])
+    expected = check_run(run, write=False)
+    ours = [(i["value"], i["verdict"], i["reason"]) for i in result["anomalies"]["lost-write"]]
+    theirs = [(i["value"], i["verdict"], i["reason"]) for i in expected["anomalies"]["lost-write"]]
+    assert ours == theirs and ours
+
+
+# ---- random general histories ----------------------------------------------------------------------------
+
+KEYS = (K, K1, "other/0")
+
+
+@st.composite
+def histories(draw: st.DrawFn) -> str:
+    """A random history: producers sending one or two records per op (ok with or without offsets, info,
+    fail, never completed), consumers polling records that were sent or never were, repeats, gaps, offsets
+    reused by other values."""
+    h = History()
+    next_value = iter(range(1, 10_000))
+    sent: list[tuple[str, int, int]] = []
+    offsets = {k: 0 for k in KEYS}
+    unfinished: set[int] = set()
+    for _ in range(draw(st.integers(1, 30))):
+        p = draw(st.integers(0, 5))
+        if p in unfinished:
+            continue
+        if p < 3:
+            records = []
+            for _ in range(draw(st.integers(1, 2))):
+                k = draw(st.sampled_from(KEYS))
+                offsets[k] += draw(st.integers(0, 2))  # 0: the same offset again (inconsistent), 2: a gap
+                v = next(next_value)
+                records.append((k, v, offsets[k]))
+                sent.append((k, v, offsets[k]))
+            outcome = draw(st.sampled_from(("ok", "ok", "info", "info-offsets", "fail", "never")))
+            if outcome == "never":
+                h.event(p, "invoke", "send", [["send", k, v] for k, v, _ in records])
+                unfinished.add(p)
+            elif outcome == "info-offsets":
+                h.send(p, records, "info", offsets_on_info=True)
+            else:
+                h.send(p, records, outcome)
+        else:
+            read: dict[str, list[tuple[int, int]]] = {}
+            for _ in range(draw(st.integers(0, 3))):
+                if sent and draw(st.booleans()):
+                    k, v, o = draw(st.sampled_from(sent))
+                    o = o if draw(st.integers(0, 4)) else o + 1  # sometimes at another offset
+                else:
+                    k, v, o = draw(st.sampled_from(KEYS)), 50_000 + draw(st.integers(0, 3)), draw(
+                        st.integers(0, 6))
+                read.setdefault(k, []).append((o, v))
+            h.poll(p, read)
+    return history_text(h, drain=draw(st.booleans()))
+
+
+@settings(max_examples=4, deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate],
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
+                                 HealthCheck.data_too_large])
+@given(batch=st.lists(histories(), min_size=12, max_size=12))
+def test_random_histories_agree_with_checker(spark_session: Any, tmp_path_factory: pytest.TempPathFactory,
+                                             batch: list[str]) -> None:
+    """Twelve random histories per example, as one multi-run job (a Spark job per history would take
+    minutes), four examples: Spark from JSONL equals the checker on each. Not shrunk (each try is a Spark
+    job): a failure prints the twelve histories."""
+    base = tmp_path_factory.mktemp("random")
+    runs, expected = [], []
+    for n, text in enumerate(batch):
+        runs.append(write_history(base / f"h{n}", text))
+        expected.append(prefixed(checked(text), f"h{n}"))
+    assert core(run_spark(spark_session, runs)) == core(merge(*expected))
