@@ -4,8 +4,8 @@
     result = check_run(Path("results/<run>"))        # history.jsonl → parquet + results.json
     result["valid"], result["violations"]
 
-Lower level: `history_to_tables(path)` → HistoryTables (sends, polls, meta); `analyse(sends, polls, ...)`
-→ Analysis. See docs/architecture.md §3–§4.
+Lower level: `history_to_tables(path)` → HistoryTables (sends, polls, meta, extras); `analyse(sends, polls,
+extras=..., ...)` → Analysis. See docs/architecture.md §3–§4.
 """
 
 from kafka_chaos.checker.analysis import ANOMALY_NAMES, Analysis, analyse
@@ -14,6 +14,7 @@ from kafka_chaos.checker.run import check_run
 from kafka_chaos.checker.tables import (
     HistoryMeta,
     HistoryTables,
+    PollExtras,
     history_to_tables,
     read_state_samples,
     read_tables,
@@ -29,6 +30,7 @@ __all__ = [
     "HistoryError",
     "HistoryMeta",
     "HistoryTables",
+    "PollExtras",
     "analyse",
     "check_run",
     "faults_from_history",

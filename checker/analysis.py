@@ -3,8 +3,10 @@
 Pure: no I/O. The steps follow Jepsen's `analysis`:
 
 1. `prepare` (checker.context): reads by type, writer-of, must-have-committed?, and the version orders —
-   per key, the log of offsets → values seen there, from every ok poll and every send that must have
-   committed with a known offset; positions are dense indexes over the offsets observed.
+   per key, the log of offsets → values seen there, from every poll (ok, info or fail) and every send that
+   must have committed with a known offset; positions are dense indexes over the offsets observed. What
+   polls returned besides ok records at known offsets, and the assign / subscribe resets and rebalances
+   that Jepsen's rules read, come in `extras` (checker.tables.PollExtras, from the history).
 2. One function per anomaly (checker.anomalies.*), each with its reasoning in its docstring.
 3. Policy (checker.verdicts): which instances are bad by default, and the reference model's verdict on
    each (violation / permitted).
@@ -17,7 +19,7 @@ empty. Names absent from `anomaly_counts` mean zero.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -39,6 +41,9 @@ from kafka_chaos.checker.faults import FaultSummary
 from kafka_chaos.checker.schema import ANOMALIES_BAD_BY_DEFAULT
 from kafka_chaos.checker.stats import run_stats
 from kafka_chaos.checker.verdicts import Judge, apply_verdicts, load_judge, verdict_inputs
+
+if TYPE_CHECKING:
+    from kafka_chaos.checker.tables import PollExtras
 
 ANOMALY_NAMES: tuple[str, ...] = tuple(ANOMALIES_BAD_BY_DEFAULT)
 
@@ -79,11 +84,13 @@ class Analysis:
 
 def find_anomalies(
     sends: pa.Table, polls: pa.Table, *, subscribe_processes: frozenset[int] = frozenset(),
-    txns: TxnHistory | None = None, not_checked: dict[str, str] | None = None,
+    txns: TxnHistory | None = None, not_checked: dict[str, str] | None = None, extras: PollExtras | None = None,
 ) -> tuple[dict[str, list[dict[str, Any]]], Context]:
     """Every anomaly instance by name (empty lists included), and the Context they were found in. `txns`: the
-    history's transactions (cycles need them); checks that could not run are added to `not_checked`."""
-    ctx = prepare(sends, polls)
+    history's transactions (cycles need them); checks that could not run are added to `not_checked`;
+    `extras`: what else the history's polls said (`HistoryTables.extras`)."""
+    ctx = prepare(sends, polls, extras.reads if extras else None)
+    resets = extras.resets if extras else ()
     cycles, skipped = cycle_cases(txns)
     if not_checked is not None:
         not_checked.update(skipped)
@@ -92,9 +99,9 @@ def find_anomalies(
         "unseen": unseen_cases(ctx),
         "duplicate": duplicate_cases(ctx),
         "inconsistent-offsets": inconsistent_offsets_cases(ctx),
-        **poll_skip_nonmonotonic_cases(ctx, subscribe_processes),
-        **int_poll_skip_nonmonotonic_cases(ctx),
-        "nonmonotonic-send": nonmonotonic_send_cases(ctx),
+        **poll_skip_nonmonotonic_cases(ctx, subscribe_processes, resets, extras.empty if extras else ()),
+        **int_poll_skip_nonmonotonic_cases(ctx, extras.rebalanced if extras else None),
+        "nonmonotonic-send": nonmonotonic_send_cases(ctx, resets),
         **int_send_skip_nonmonotonic_cases(ctx),
         "G1a": with_isolation(g1a_cases(ctx), txns),
         "precommitted-read": precommitted_read_cases(ctx),
@@ -120,6 +127,7 @@ def analyse(
     judge: Judge | None = None,
     drain_start: int | None = None,
     txns: TxnHistory | None = None,
+    extras: PollExtras | None = None,
 ) -> Analysis:
     """Check a run's sends and polls tables.
 
@@ -134,10 +142,12 @@ def analyse(
     `judge`: the verdict function; by default `reference_model.verdicts.judge` if it exists.
     `txns`: the history's transactions (`checker.anomalies.cycles.read_txn_history`); without them G0 and G1c
     are listed under `not_checked`.
+    `extras`: the history's `PollExtras` (fail / info polls, records at unknown offsets, assign / subscribe
+    resets, rebalance logs); without them only the two tables are read.
     """
     not_checked: dict[str, str] = {}
     found, ctx = find_anomalies(sends, polls, subscribe_processes=subscribe_processes, txns=txns,
-                                not_checked=not_checked)
+                                not_checked=not_checked, extras=extras)
     stats = run_stats(ctx, end_time=end_time, op_counts=op_counts, ok_poll_times=ok_poll_times,
                       drain_start=drain_start)
     stats["unseen_series"] = unseen_series(ctx, end_time=stats["duration_ns"])

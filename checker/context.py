@@ -8,8 +8,12 @@ Codes:
   facts (read? who wrote it? its position in the log?) are plain arrays indexed by pid.
 
 Jepsen's structures and their counterparts here:
-- `reads-by-type :ok`        → `read[pid]` (the only polls in the table are ok ones)
-- `writer-of`                → `writer[pid]`: the sends row that wrote the value (the last one, as in Jepsen)
+- `op-reads`                 → `polls`: the polls table (ok records at known offsets) merged with what else
+                                polls returned (`checker.tables.PollExtras.reads`: fail / info polls, unknown
+                                offsets), each op's records of a key in the order returned
+- `reads-by-type :ok`        → `read[pid]`: read by an ok poll (at a known offset or not)
+- `writer-of`                → `writer[pid]`: the sends row that wrote the value (the last to complete, as in
+                                Jepsen, whose `writer-of` walks completions in history order)
 - `must-have-committed?`     → `committed[row]`: the send's op was ok, or was info and some value it sent
                                 was read by an ok poll
 - `version-orders`           → `VersionOrders` (see there)
@@ -64,7 +68,8 @@ class SendCols:
 
 @dataclass(frozen=True, eq=False)
 class PollCols:
-    """The polls table as arrays."""
+    """Every record polls returned, as arrays: the polls table's (ok, at known offsets) and the extra reads'
+    (fail / info polls, unknown offsets). Offsets are -1 where unknown."""
 
     value: I64
     key: I64
@@ -73,16 +78,21 @@ class PollCols:
     op: I64
     time: I64
     pid: I64
+    type: I64
+    has_offset: BOOL
 
     def __len__(self) -> int:
         return len(self.value)
+
+    def select(self, rows: BOOL) -> PollCols:
+        return PollCols(**{name: getattr(self, name)[rows] for name in self.__dataclass_fields__})
 
 
 @dataclass(frozen=True, eq=False)
 class VersionOrders:
     """Jepsen's `version-orders`, for every key at once.
 
-    The *log* of a key maps each offset to the set of values seen there, by any ok poll or by any send
+    The *log* of a key maps each offset to the set of values seen there, by any poll or by any send
     that must have committed and whose offset is known. Its *groups* are the distinct (key, offset) pairs
     holding something, sorted by key then offset; a group's *index* (position) is its rank among its key's
     groups, so offsets never observed are skipped: the dense positions Jepsen uses.
@@ -142,6 +152,8 @@ class Context:
     committed: BOOL
     """Per sends row: its op must have committed (Jepsen's `must-have-committed?`)."""
     vo: VersionOrders
+    placed: PollCols
+    """The records of ok polls at known offsets (the polls table): what the statistics read."""
     memo: dict[str, Any] = field(default_factory=dict)
 
 
@@ -151,8 +163,48 @@ def _sorted_if_needed(op: I64) -> npt.NDArray[np.intp] | None:
     return None
 
 
-def prepare(sends: pa.Table, polls: pa.Table) -> Context:
-    """Build the Context from the two tables (SENDS_SCHEMA, POLLS_SCHEMA)."""
+def _with_extras(polls: pa.Table, extra: pa.Table) -> tuple[pa.Table, I64]:
+    """The polls table and the extra reads (EXTRA_READS_SCHEMA) as one table, grouped by op and, within each
+    op and key, in the order the records were returned; and the type code of each row. The polls table's rows
+    of an (op, key) fill, in order, the positions the extra reads of that (op, key) leave free."""
+    op = _np(polls.column("op_index"))
+    key = np.unique(np.array(polls.column("key").to_pylist(), dtype=str), return_inverse=True)[1].astype(np.int64)
+    # Each row's rank among its (op, key)'s rows: its position unless the extra reads take some before it.
+    order = sort_by(op, key)
+    starts = _starts(op[order], key[order])
+    group_start = np.maximum.accumulate(np.where(starts, np.arange(len(order)), 0))
+    pos = np.empty(len(order), dtype=np.int64)
+    pos[order] = np.arange(len(order)) - group_start
+    taken: dict[tuple[int, str], set[int]] = {}
+    for o, k, q in zip(extra.column("op_index").to_pylist(), extra.column("key").to_pylist(),
+                       extra.column("pos").to_pylist(), strict=True):
+        taken.setdefault((o, k), set()).add(q)
+    touched = np.flatnonzero(np.isin(op, np.fromiter((o for o, _ in taken), dtype=np.int64, count=len(taken))))
+    keys = polls.column("key").take(pa.array(touched)).to_pylist()
+    nxt: dict[tuple[int, str], int] = {}
+    for r, k in zip(touched.tolist(), keys, strict=True):  # rows in op order: in order within each (op, key)
+        g = (int(op[r]), k)
+        q, used = nxt.get(g, 0), taken.get(g)
+        while used is not None and q in used:
+            q += 1
+        pos[r] = q
+        nxt[g] = q + 1
+    cols = ["value", "key", "offset", "process", "op_index", "type", "time"]
+    both = pa.concat_tables([polls.select(cols).cast(extra.select(cols).schema), extra.select(cols)])
+    all_pos = np.concatenate([pos, _np(extra.column("pos"))])
+    key_code = np.unique(np.array(both.column("key").to_pylist(), dtype=str), return_inverse=True)[1]
+    order = np.lexsort((all_pos, key_code.astype(np.int64), _np(both.column("op_index"))))
+    both = both.take(pa.array(order))
+    types = both.column("type").to_pylist()
+    return both, np.array([TYPE_CODES.get(t, INFO) for t in types], dtype=np.int64)
+
+
+def prepare(sends: pa.Table, polls: pa.Table, extra_reads: pa.Table | None = None) -> Context:
+    """Build the Context from the two tables (SENDS_SCHEMA, POLLS_SCHEMA) and the extra reads
+    (EXTRA_READS_SCHEMA, `checker.tables.PollExtras.reads`), if any."""
+    p_type: I64 | None = None
+    if extra_reads is not None and extra_reads.num_rows:
+        polls, p_type = _with_extras(polls, extra_reads)
     # Row order matters for the in-op checks; make sure rows are grouped by op (stable, so in-op order stays).
     s_op = _np(sends.column("op_index"))
     order = _sorted_if_needed(s_op)
@@ -164,6 +216,8 @@ def prepare(sends: pa.Table, polls: pa.Table) -> Context:
     if order is not None:
         polls = polls.take(pa.array(order))
         p_op = p_op[order]
+        if p_type is not None:
+            p_type = p_type[order]
     n_s = sends.num_rows
 
     # Keys, coded in name order.
@@ -214,22 +268,27 @@ def prepare(sends: pa.Table, polls: pa.Table) -> Context:
         pid=pid_all[:n_s],
         time=np.where(complete_time >= 0, complete_time, invoke_time),
     )
+    p_off_col = polls.column("offset").combine_chunks()
     p = PollCols(
         value=p_val,
         key=key_all[n_s:],
-        offset=_np(polls.column("offset")),
+        offset=_np(p_off_col, -1),
         process=_np(polls.column("process")),
         op=p_op,
         time=_np(polls.column("time")),
         pid=pid_all[n_s:],
+        type=p_type if p_type is not None else np.zeros(len(p_val), dtype=np.int64),
+        has_offset=np.asarray(p_off_col.is_valid().to_numpy(zero_copy_only=False), dtype=bool),
     )
+    all_placed = p_type is None
+    placed = p if all_placed else p.select((p.type == OK) & p.has_offset)
 
+    ok_rows = p.type == OK
     read = np.zeros(n_pairs, dtype=bool)
-    read[p.pid] = True
+    read[p.pid[ok_rows]] = True
     first_read_time = np.full(n_pairs, _BIG, dtype=np.int64)
-    np.minimum.at(first_read_time, p.pid, p.time)
-    writer = np.full(n_pairs, -1, dtype=np.int64)
-    np.maximum.at(writer, s.pid, np.arange(n_s, dtype=np.int64))
+    np.minimum.at(first_read_time, p.pid[ok_rows], p.time[ok_rows])
+    writer = _last_writer(s, n_pairs)
 
     # must-have-committed?: ok, or info with some send of the same op read by an ok poll.
     info = s.type == INFO
@@ -251,7 +310,34 @@ def prepare(sends: pa.Table, polls: pa.Table) -> Context:
         writer=writer,
         committed=committed,
         vo=vo,
+        placed=placed,
     )
+
+
+def _last_writer(s: SendCols, n_pairs: int, rows: I64 | None = None) -> I64:
+    """Per pid, the sends row (among `rows`, default all) of the op that wrote it and completed last (Jepsen's
+    `writer-of`: completions in history order, the later one wins); ops that never completed count as
+    completing at the end. -1 where none."""
+    writer = np.full(n_pairs, -1, dtype=np.int64)
+    rows = np.arange(len(s), dtype=np.int64) if rows is None else rows
+    if not len(rows):
+        return writer
+    pid = s.pid[rows]
+    writer[pid] = rows  # a value sent once (the usual case) has its one writer
+    counts = np.bincount(pid, minlength=n_pairs)
+    multi = counts[pid] > 1
+    if bool(multi.any()):  # values sent more than once: the last completion wins
+        rows, pid = rows[multi], pid[multi]
+        done = np.where(s.complete_time[rows] >= 0, s.complete_time[rows], _BIG)
+        order = np.lexsort((rows, s.op[rows], done, pid))  # by pid, then completion, op and row
+        last = np.r_[pid[order][1:] != pid[order][:-1], True]
+        writer[pid[order][last]] = rows[order][last]
+    return writer
+
+
+def last_writer(ctx: Context, rows: I64) -> I64:
+    """`_last_writer` among some sends rows (e.g. the failed ones)."""
+    return _last_writer(ctx.sends, ctx.n_pairs, rows)
 
 
 def dense_codes(x: I64) -> tuple[I64, int]:
@@ -368,17 +454,19 @@ def group_codes(k: I64, o: I64) -> tuple[I64, I64, I64]:
 
 
 def _version_orders(s: SendCols, p: PollCols, committed: BOOL, nk: int, n_pairs: int) -> VersionOrders:
-    """Jepsen's `version-orders`: the log from every (ok) poll and every committed send with an offset.
+    """Jepsen's `version-orders`: the log from every poll (ok, info or fail: "pollers ... are *always* supposed
+    to emit safe data") and every committed send with an offset.
 
     Without sorting the observations: groups (distinct key, offset) are numbered in log order by
     `group_codes`, and every per-group and per-value fact is a scatter-min / scatter-max.
     """
     use = committed & s.has_offset
-    k = np.concatenate([s.key[use], p.key])
-    o = np.concatenate([s.offset[use], p.offset])
-    v = np.concatenate([s.value[use], p.value])
-    pid = np.concatenate([s.pid[use], p.pid])
-    t = np.concatenate([s.time[use], p.time])
+    pu = p.has_offset  # every poll's records (ok, info and fail) at known offsets
+    k = np.concatenate([s.key[use], p.key[pu]])
+    o = np.concatenate([s.offset[use], p.offset[pu]])
+    v = np.concatenate([s.value[use], p.value[pu]])
+    pid = np.concatenate([s.pid[use], p.pid[pu]])
+    t = np.concatenate([s.time[use], p.time[pu]])
     group, g_key, g_offset = group_codes(k, o)
     ng = len(g_key)
     key_start = np.searchsorted(g_key, np.arange(nk + 1, dtype=np.int64)).astype(np.int64)

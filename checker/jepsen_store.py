@@ -3,7 +3,8 @@
 
 What changes on the way, and why:
 
-- Keywords become strings (`:send` → `"send"`), `nil` → null; everything else is kept, `:error` included.
+- Keywords become strings (`:send` → `"send"`), `nil` → null; everything else is kept, `:error` included; a
+  poll's `:rebalance-log` becomes `rebalance_log`, its keys named as below.
 - Keys: Jepsen's Kafka workload names each key by an integer, and its Kafka and Redpanda clients write key `k`
   to topic `t<k quot 2>`, partition `k mod 2` (`k->topic-partition`, two partitions per topic); kafka-chaos keys
   are `topic/partition`, so `k` → `"t<k // 2>/<k % 2>"`. A key that is already a `topic/partition` string is
@@ -102,6 +103,11 @@ def to_event(op: dict[str, Any]) -> dict[str, Any]:
             value = [_micro_op(m) for m in value]
         elif f in ("assign", "subscribe") and isinstance(value, list):
             value = [key_name(k) for k in value]
+        log = op.get("rebalance-log")
+        if isinstance(log, list):  # a poll's rebalances: `int-poll-skip` exempts their keys
+            event["rebalance_log"] = [
+                {**r, "keys": [key_name(k) for k in r.get("keys") or ()]} if isinstance(r, dict) else r for r in log
+            ]
     elif process == "nemesis":
         event["f"] = NEMESIS_NAMES.get(str(f), f)
         nodes = _nodes(value)

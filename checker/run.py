@@ -51,6 +51,7 @@ def check_run(run_dir: Path, *, write: bool = True, config: Any = None) -> dict[
         state_samples=samples,
         drain_start=meta.drain_start,
         txns=_transactions(run_dir / HISTORY_FILE if run_dir.is_dir() else run_dir, meta),
+        extras=tables.extras,
     )
     result = analysis.to_dict()
     result["run"] = meta.to_dict()

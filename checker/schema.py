@@ -32,6 +32,21 @@ POLLS_SCHEMA = pa.schema(
     ]
 )
 
+EXTRA_READS_SCHEMA = pa.schema(
+    [
+        pa.field("value", pa.int64(), nullable=False),
+        pa.field("key", pa.string(), nullable=False),
+        pa.field("offset", pa.int64(), nullable=True),  # null when the poll did not say
+        pa.field("process", pa.int64(), nullable=False),
+        pa.field("op_index", pa.int64(), nullable=False),  # index of the completion event in history.jsonl
+        pa.field("type", pa.string(), nullable=False),  # ok (at an unknown offset) | fail | info
+        pa.field("time", pa.int64(), nullable=False),  # completion time, ns since run start
+        pa.field("pos", pa.int64(), nullable=False),  # position among the op's records of this key
+    ]
+)
+"""Poll records that are not in POLLS_SCHEMA's table but that Jepsen's rules read (checker.tables.PollExtras):
+the checker derives them from history.jsonl each time; they are not written to Parquet."""
+
 # Jepsen's Kafka-workload anomaly names (jepsen.tests.kafka), and whether each is bad by default.
 ANOMALIES_BAD_BY_DEFAULT: dict[str, bool] = {
     "lost-write": True,

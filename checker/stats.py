@@ -34,8 +34,8 @@ def op_counts_from_tables(ctx: Context) -> dict[str, dict[str, int]]:
             "fail": int((types == FAIL).sum()),
             "info": int((types == INFO).sum()),
         }
-    if len(ctx.polls):
-        out["poll"] = {"ok": int(segment_starts(ctx.polls.op).sum()), "fail": 0, "info": 0}
+    if len(ctx.placed):
+        out["poll"] = {"ok": int(segment_starts(ctx.placed.op).sum()), "fail": 0, "info": 0}
     return out
 
 
@@ -72,7 +72,7 @@ def realtime_lag(ctx: Context, until: int | None = None) -> dict[str, Any]:
 
     Returns `max_ns`, `mean_ns`, `p50_ns`, `p99_ns`, `samples`, and `worst` {time, process, key, lag_ns}.
     """
-    vo, p = ctx.vo, ctx.polls
+    vo, p = ctx.vo, ctx.placed
     empty: dict[str, Any] = {"samples": 0, "max_ns": 0, "mean_ns": 0, "p50_ns": 0, "p99_ns": 0, "worst": None}
     if not len(p):
         return empty
@@ -80,7 +80,7 @@ def realtime_lag(ctx: Context, until: int | None = None) -> dict[str, Any]:
     expired_at = segmented_cummin_reverse(vo.g_first_seen, vo.g_key)
 
     # Per (op, key) of the polls: the highest offset read, then the process's highest so far.
-    rows = op_key_order(ctx, "polls")
+    rows = op_key_order(ctx, "polls") if p is ctx.polls else sort_by(p.op, p.key).astype(np.int64)
     op, key = p.op[rows], p.key[rows]
     first = np.flatnonzero(segment_starts(op) | segment_starts(key))
     g_off = np.maximum.reduceat(p.offset[rows], first)
@@ -134,7 +134,7 @@ def run_stats(
     drain_start: int | None = None,
 ) -> dict[str, Any]:
     """Everything the report shows besides anomalies."""
-    s, p = ctx.sends, ctx.polls
+    s, p = ctx.sends, ctx.placed
     ok_send_t = s.complete_time[(s.type == OK) & (s.complete_time >= 0)]
     poll_t = ok_poll_times if ok_poll_times is not None else p.time[segment_starts(p.op)]
     if end_time is None:

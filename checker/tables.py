@@ -7,9 +7,15 @@ One pass over the file, in the order events happened. Client ops are paired invo
   when the completion carries `[offset, value]`, the offset. The value is taken from the completion when it
   has one, else from the invoke (values are known at invoke time). An invoke that never completed (the run
   was cut short) is a send of type `info` with `complete_time` null: its outcome is unknown.
-- `poll` (and the poll micro-ops of a `txn`): one `polls` row per record read, for `ok` ops only (a failed or
-  indefinite poll returned nothing we can trust).
-- `assign` / `subscribe`: a process with an `ok` subscribe is a subscribe-mode consumer (rebalances allowed).
+- `poll` (and the poll micro-ops of a `txn`): one `polls` row per record an `ok` op read at a known offset.
+  Everything else a poll returned goes to `PollExtras.reads` (Jepsen reads it too, jepsen.tests.kafka): the
+  records of `fail` and `info` polls (`version-orders` takes the log from *all* polls; `int-poll-skip+
+  nonmonotonic-cases` and `poll-skip+nonmonotonic-cases` check them) and ok records whose offset is unknown
+  (read, so neither lost nor unseen, but at no place in the log), each with its position among the op's
+  records of its key. A key an op returned with no records is in `PollExtras.empty`; a poll's
+  `rebalance_log` (`[{"keys": [...]}, ...]`) in `PollExtras.rebalanced`.
+- `assign` / `subscribe`: a process with an `ok` subscribe is a subscribe-mode consumer (rebalances allowed);
+  every ok or info one is a `Reset` in `PollExtras.resets` (Jepsen's positions restart there).
 - `nemesis` events are kept as a small list for the report and the verdicts; `harness` events carry the
   resolved configuration (`run-start`) and whether the final drain read finished (`drain-complete`).
 - Events of other processes, and Jepsen's `debug-topic-partitions`, are counted and otherwise ignored. A
@@ -41,7 +47,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from kafka_chaos.checker.schema import POLLS_SCHEMA, SENDS_SCHEMA
+from kafka_chaos.checker.schema import EXTRA_READS_SCHEMA, POLLS_SCHEMA, SENDS_SCHEMA
 from kafka_chaos.errors import HistoryError
 from kafka_chaos.rundir import HISTORY_FILE, POLLS_FILE, SENDS_FILE, STATE_FILE
 
@@ -123,8 +129,8 @@ class HistoryMeta:
     """When the final read began (the harness's `drain-start`): consumer lag is measured before it."""
     ignored: int = 0
     """Events from unknown processes, or with an unknown f, that were skipped."""
-    dropped_records: int = 0
-    """Poll records without an offset (the schema needs one); should be 0."""
+    unplaced_records: int = 0
+    """Records ok polls returned without an offset: read, but at no known place in the log (PollExtras)."""
     isolation: dict[int, str] = field(default_factory=dict)
     """Each reader's isolation level, as its `assign` said (checker.anomalies.cycles.TxnHistory.isolation)."""
 
@@ -144,8 +150,47 @@ class HistoryMeta:
             "subscribe_processes": sorted(self.subscribe_processes),
             "op_counts": self.op_counts,
             "ignored": self.ignored,
-            "dropped_records": self.dropped_records,
+            "unplaced_records": self.unplaced_records,
         }
+
+
+@dataclass(frozen=True)
+class Reset:
+    """An ok or info `assign` / `subscribe` of a process (its completion's history index): Jepsen's
+    `poll-skip+nonmonotonic-cases-per-process` and `nonmonotonic-send-cases` keep, from there on, only the
+    positions of the keys it names. `names` are what its value lists: keys (`assign`, Jepsen's `subscribe`)
+    or topics (kafka-chaos's `subscribe`); a key is kept when it or its topic is named."""
+
+    process: int
+    index: int
+    names: frozenset[str]
+
+    def keeps(self, key: str) -> bool:
+        return key in self.names or key.rpartition("/")[0] in self.names
+
+
+@dataclass(frozen=True)
+class PollExtras:
+    """What Jepsen's rules read from a general history besides the two tables. Empty for kafka-chaos's own
+    queue workload, whose polls are ok, with offsets, and which assigns once per process."""
+
+    reads: pa.Table = field(default_factory=EXTRA_READS_SCHEMA.empty_table)
+    """EXTRA_READS_SCHEMA: records of fail and info polls, and records of ok polls at unknown offsets."""
+    resets: tuple[Reset, ...] = ()
+    rebalanced: dict[int, frozenset[str]] = field(default_factory=dict)
+    """Poll (or txn) op index → the keys its `rebalance_log` names."""
+    empty: tuple[tuple[int, int, str, str], ...] = ()
+    """(process, op index, key, type) of each key a poll returned with no records."""
+
+    def __bool__(self) -> bool:
+        return bool(self.reads.num_rows or self.resets or self.rebalanced or self.empty)
+
+
+def _names(value: Any) -> frozenset[str]:
+    """The keys (or topics) an assign / subscribe value names: a list, or `{"keys": [...], ...}`."""
+    if isinstance(value, dict):
+        value = value.get("keys")
+    return frozenset(str(x) for x in value) if isinstance(value, list) else frozenset()
 
 
 @dataclass(frozen=True)
@@ -155,6 +200,8 @@ class HistoryTables:
     sends: pa.Table
     polls: pa.Table
     meta: HistoryMeta
+    extras: PollExtras = field(default_factory=PollExtras)
+    """What else Jepsen's rules read (fail / info polls, unknown offsets, resets, rebalances)."""
 
 
 def _ints(xs: list[Any], what: str) -> pa.Array:
@@ -315,18 +362,33 @@ def _parse(lines: Iterable[bytes], *, source: str) -> HistoryTables:
     send_types: list[str] = []
     send_type = send_types.append
 
-    def add_polls(value: Any, proc: int, index: int, t: int) -> int:
-        lost = 0
+    extra_rows: list[tuple[Any, ...]] = []  # EXTRA_READS_SCHEMA rows
+    extra_add = extra_rows.append
+    empty_reads: list[tuple[int, int, str, str]] = []
+    rebalanced: dict[int, frozenset[str]] = {}
+    resets: list[Reset] = []
+
+    def add_polls(value: Any, proc: int, index: int, t: int, typ: str = "ok") -> int:
+        """The records a poll (or txn) completion returned; returns how many ok records had no offset."""
+        unplaced = 0
+        ok = typ == "ok"
         if type(value) is not list:
+            if not ok:
+                return 0  # a failed or indefinite poll that returned nothing
             raise _Unexpected(f"value {_short(value)}: an ok poll's value is a list of micro-ops "
                               '[["poll", {key: [[offset, value], ...]}], ...]')
+        per_key: dict[str, int] = {}  # records of each key so far in this op (Jepsen's op-reads concatenates)
         for mop in value:
             if type(mop) is not list or not mop or mop[0] != "poll":
                 continue  # a txn's sends (or a mistake there that the send path names)
             if len(mop) < 2 or type(mop[1]) is not dict:
+                if not ok:
+                    continue  # the invoke's [["poll"]], repeated by a poll that returned nothing
                 raise _Unexpected(f"micro-op {_short(mop)}: a completed poll micro-op is "
                                   '["poll", {key: [[offset, value], ...]}]')
             for k, pairs in mop[1].items():
+                base = per_key.get(k, 0)
+                per_key[k] = base
                 if not pairs:
                     continue
                 try:
@@ -334,9 +396,15 @@ def _parse(lines: Iterable[bytes], *, source: str) -> HistoryTables:
                 except (ValueError, TypeError):
                     raise _Unexpected(f"records {_short(pairs)} of key {k!r}: a poll returns, per key, a list "
                                       "of [offset, value] pairs") from None
-                if None in offs:  # a record without an offset cannot be placed in the log
-                    keep = [i for i, o in enumerate(offs) if o is not None]
-                    lost += len(offs) - len(keep)
+                per_key[k] = base + len(offs)
+                if not ok or None in offs:  # Jepsen's rules read these too (PollExtras)
+                    keep = []
+                    for i, (off, val) in enumerate(zip(offs, vals, strict=True)):
+                        if ok and off is not None:
+                            keep.append(i)
+                        else:
+                            extra_add((val, k, off, proc, index, typ, t, base + i))
+                    unplaced += len(offs) - len(keep) if ok else 0
                     if not keep:
                         continue
                     offs, vals = tuple(offs[i] for i in keep), tuple(vals[i] for i in keep)
@@ -347,8 +415,21 @@ def _parse(lines: Iterable[bytes], *, source: str) -> HistoryTables:
                 p_key(k)
                 p_offs(offs)
                 p_vals(vals)
-        ok_poll_times.append(t)
-        return lost
+        for k, n in per_key.items():
+            if not n:
+                empty_reads.append((proc, index, k, typ))
+        if ok:
+            ok_poll_times.append(t)
+        return unplaced
+
+    def add_rebalances(o: dict[str, Any], index: int) -> None:
+        """Jepsen's `:rebalance-log`: `[{"keys": [...]}, ...]` on a poll's completion."""
+        log = o.get("rebalance_log", o.get("rebalance-log"))
+        if type(log) is list:
+            keys = frozenset(str(k) for r in log if type(r) is dict and type(r.get("keys")) is list
+                             for k in r["keys"])
+            if keys:
+                rebalanced[index] = keys
 
     try:
         for lineno, line in enumerate(lines, 1):
@@ -382,8 +463,10 @@ def _parse(lines: Iterable[bytes], *, source: str) -> HistoryTables:
                     ck = (f, typ)
                     counts[ck] = counts.get(ck, 0) + 1
                 if f == "poll":
-                    if typ == "ok":
-                        dropped += add_polls(o["value"], proc, o.get("index", lineno - 1), t)
+                    index = o.get("index", lineno - 1)
+                    dropped += add_polls(o.get("value") if typ != "ok" else o["value"], proc, index, t, typ)
+                    if "rebalance_log" in o or "rebalance-log" in o:
+                        add_rebalances(o, index)
                 elif f == "send" or f == "txn":
                     value = o.get("value")
                     if type(value) is not list or not value:
@@ -412,16 +495,24 @@ def _parse(lines: Iterable[bytes], *, source: str) -> HistoryTables:
                             else:
                                 s_op(inv.get("index", lineno - 1))
                                 s_time(inv["time"])
-                    if f == "txn" and typ == "ok":
-                        dropped += add_polls(o["value"], proc, o.get("index", lineno - 1), t)
-                elif f == "subscribe":
-                    if typ == "ok":
+                    if f == "txn":
+                        index = o.get("index", lineno - 1)
+                        dropped += add_polls(o.get("value") if typ != "ok" else o["value"], proc, index, t, typ)
+                        if "rebalance_log" in o or "rebalance-log" in o:
+                            add_rebalances(o, index)
+                elif f == "subscribe" or f == "assign":
+                    if typ == "ok" and f == "subscribe":
                         subscribers.add(proc)
-                elif f == "assign":
-                    for e in (inv, o):  # the invoke says the level; a completion may repeat it
-                        v = e.get("value") if e is not None else None
-                        if type(v) is dict and "isolation" in v:
-                            isolation[proc] = str(v["isolation"])
+                    if typ == "ok" or typ == "info":
+                        v = o.get("value")
+                        if v is None and inv is not None:
+                            v = inv.get("value")
+                        resets.append(Reset(proc, o.get("index", lineno - 1), _names(v)))
+                    if f == "assign":
+                        for e in (inv, o):  # the invoke says the level; a completion may repeat it
+                            v = e.get("value") if e is not None else None
+                            if type(v) is dict and "isolation" in v:
+                                isolation[proc] = str(v["isolation"])
                 elif f in UNCHECKED_CLIENT_FS:
                     ignored += f == "debug-topic-partitions"
                 else:
@@ -500,14 +591,22 @@ def _parse(lines: Iterable[bytes], *, source: str) -> HistoryTables:
         op_counts=op_counts,
         ok_poll_times=np.asarray(ok_poll_times, dtype=np.int64),
         ignored=ignored,
-        dropped_records=dropped,
+        unplaced_records=dropped,
         isolation=isolation,
     )
     sends_table = sends.table(sends.sends_table)
     ops = sends_table.column("op_index").to_numpy()
     if len(ops) > 1 and bool(np.any(ops[1:] < ops[:-1])):  # ops complete out of invoke order
         sends_table = sends_table.take(pa.array(np.argsort(ops, kind="stable")))
-    return HistoryTables(sends=sends_table, polls=polls.table(polls.polls_table), meta=meta)
+    extras = PollExtras(
+        reads=pa.Table.from_pylist(
+            [dict(zip(EXTRA_READS_SCHEMA.names, r, strict=True)) for r in extra_rows], schema=EXTRA_READS_SCHEMA
+        ) if extra_rows else EXTRA_READS_SCHEMA.empty_table(),
+        resets=tuple(resets),
+        rebalanced=rebalanced,
+        empty=tuple(empty_reads),
+    )
+    return HistoryTables(sends=sends_table, polls=polls.table(polls.polls_table), meta=meta, extras=extras)
 
 
 def _short(value: Any, limit: int = 80) -> str:

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import bisect
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from kafka_chaos.checker.context import BOOL, I64, Context, deltas, op_key_order
+
+if TYPE_CHECKING:
+    from kafka_chaos.checker.tables import Reset
 
 MAX_LISTED = 1000
 """Lists that can grow with the run (`skipped`) keep at most this many values; `delta` has the full size."""
@@ -60,3 +64,38 @@ def within_op_steps(ctx: Context, table: str, cols: Any) -> Iterator[tuple[int, 
         delta, k = int(d[j]), int(key[j])
         skipped = ctx.vo.values_between(k, int(idx[j - 1]), int(idx[j]), MAX_LISTED) if delta > 1 else None
         yield int(order[j - 1]), int(order[j]), k, delta, skipped
+
+
+class PositionBreaks:
+    """What, between two ops of a process, ends its position in a key: an assign / subscribe not naming the key
+    (a `Reset`), or an ok poll that returned the key with no records."""
+
+    def __init__(self, resets: Iterable[Reset], empty: Iterable[tuple[int, int, str, str]] = ()) -> None:
+        self.resets: dict[int, list[tuple[int, Reset]]] = defaultdict(list)
+        for r in resets:
+            self.resets[r.process].append((r.index, r))
+        for rs in self.resets.values():
+            rs.sort(key=lambda x: x[0])
+        self.empty: dict[tuple[int, str], list[int]] = defaultdict(list)
+        for process, index, k, typ in empty:
+            if typ == "ok":
+                self.empty[(process, k)].append(index)
+        for xs in self.empty.values():
+            xs.sort()
+
+    def between(self, process: int, key: str, a: int, b: int) -> bool:
+        """Something ends `process`'s position in `key` strictly between history indexes a and b."""
+        rs = self.resets.get(process)
+        if rs:
+            lo = bisect.bisect_right(rs, a, key=lambda x: x[0])
+            for index, r in rs[lo:]:
+                if index >= b:
+                    break
+                if not r.keeps(key):
+                    return True
+        xs = self.empty.get((process, key))
+        if xs:
+            i = bisect.bisect_right(xs, a)
+            if i < len(xs) and xs[i] < b:
+                return True
+        return False

@@ -14,7 +14,8 @@ from kafka_chaos.checker.context import Context
 def inconsistent_offsets_cases(ctx: Context) -> list[dict[str, Any]]:
     """One offset of a key holds two or more different values (Jepsen's `version-orders` `:errors`).
 
-    Every ok poll and every send that must have committed tells us "offset o of key k holds value v". A
+    Every poll (ok, info or fail: Jepsen's `version-orders` reads them all) and every send that must have
+    committed tells us "offset o of key k holds value v". A
     Kafka partition is a log: an offset, once assigned, holds one record forever. If two observations
     disagree, the log diverged at that offset: a leader's log was truncated and the offset rewritten with
     another record (e.g. an unclean election, or acks=1 data lost on failover while consumers had already
@@ -39,7 +40,7 @@ def inconsistent_offsets_cases(ctx: Context) -> list[dict[str, Any]]:
     where = {(int(vo.g_key[g]), int(vo.g_offset[g])): int(g) for g in bad}
     bad_offsets = vo.g_offset[bad]
     s_rows = np.flatnonzero(ctx.committed & s.has_offset & np.isin(s.offset, bad_offsets))
-    p_rows = np.flatnonzero(np.isin(p.offset, bad_offsets))
+    p_rows = np.flatnonzero(p.has_offset & np.isin(p.offset, bad_offsets))
     group_of: list[int] = []
     ops: list[int] = []
     times: list[int] = []
@@ -102,7 +103,7 @@ def duplicate_cases(ctx: Context) -> list[dict[str, Any]]:
     indexes = {pid: [int(vo.g_index[g]) for g in sorted(gs)] for pid, gs in groups.items()}
     s, p = ctx.sends, ctx.polls
     s_rows = is_dup[s.pid]
-    p_rows = is_dup[p.pid]
+    p_rows = is_dup[p.pid] & p.has_offset
     send_ns: dict[int, int] = {}
     done = s_rows & (s.complete_time >= 0)
     for pid, took in zip(s.pid[done].tolist(), (s.complete_time[done] - s.invoke_time[done]).tolist(), strict=True):

@@ -9,6 +9,7 @@ import numpy.typing as npt
 
 from kafka_chaos.checker.anomalies._common import with_ops
 from kafka_chaos.checker.context import I64, OK, Context, sort_by
+from kafka_chaos.errors import HistoryError
 
 _BIG = np.iinfo(np.int64).max
 
@@ -28,8 +29,15 @@ def lost_write_cases(ctx: Context) -> list[dict[str, Any]]:
     2. must-read = the values whose *last* position is ≤ bound (the last, so that a value also found at a
        later offset, or one whose offset holds conflicting values, is not claimed too early).
     3. lost = must-read − values read by ok polls of k, keeping only values whose send must have committed
-       (its op was ok, or info and some value it sent was read). A value whose offset was never learned
-       (from an ack or a read) has no position and is never lost: it can only be `unseen`.
+       (its op was ok, or info and some value it sent was read; the op is the value's last writer, Jepsen's
+       `writer-of`). A value whose offset was never learned (from an ack or a read) has no position and is
+       never lost: it can only be `unseen`; a value ok polls read only at unknown offsets does not move the
+       bound.
+
+    A must-read value nobody sent (a fail or info poll put it in the log) stops the check with a HistoryError,
+    as Jepsen's `double-check` throws `:no-writer-of`: the history is not one run's, or the topic held data
+    before it. Where every ok read of a key is unplaced (bound -1) Jepsen's `(nth last-index->values -1)`
+    throws too; that is a crash, not a rule, and here such a key simply has nothing lost.
 
     Instance: `key`, `value`, `offset` (where its send was acknowledged), `index` (its first position),
     `max_read_index` (the bound), `process`, `ops` [writer, a reader at the bound] with `times`,
@@ -48,13 +56,23 @@ def lost_write_cases(ctx: Context) -> list[dict[str, Any]]:
     writer_committed = np.zeros(ctx.n_pairs, dtype=bool)
     writer_committed[has_writer] = ctx.committed[w[has_writer]]
     last = vo.last_index
-    lost = (last >= 0) & (last <= bound[ctx.pair_key]) & ~ctx.read & writer_committed
+    must_read = (last >= 0) & (last <= bound[ctx.pair_key]) & ~ctx.read
+    orphans = np.flatnonzero(must_read & ~has_writer)
+    if len(orphans):
+        pid = int(orphans[0])
+        k = int(ctx.pair_key[pid])
+        raise HistoryError(
+            f"key {ctx.keys[k]}: value {int(ctx.pair_value[pid])} is in the log (a poll that did not succeed "
+            f"read it) before what ok polls reached, but no op sent it ({len(orphans)} such values in all). "
+            "Jepsen's lost-write-cases stops there (:no-writer-of): a history must hold every send of the "
+            "values it reads (one run's, on a topic that was empty)")
+    lost = must_read & writer_committed
     lost_pids = np.flatnonzero(lost)
     if not len(lost_pids):
         return []
 
     # The earliest ok poll row that read, per key, a value whose first position is the bound.
-    at_bound = vo.first_index[p.pid] == bound[p.key]
+    at_bound = (p.type == OK) & (vo.first_index[p.pid] == bound[p.key])
     max_read_row = np.full(nk, _BIG, dtype=np.int64)
     # rows are in op order, so the smallest row per key is the earliest reader
     np.minimum.at(max_read_row, p.key[at_bound], np.flatnonzero(at_bound))
@@ -80,7 +98,7 @@ def lost_write_cases(ctx: Context) -> list[dict[str, Any]]:
         if mr >= 0:
             refs.append((int(p.op[mr]), int(p.time[mr])))
             inst["max_read_value"] = int(p.value[mr])
-            inst["max_read_offset"] = int(p.offset[mr])
+            inst["max_read_offset"] = int(p.offset[mr]) if p.has_offset[mr] else None
         out.append(with_ops(inst, refs))
     return out
 
@@ -93,8 +111,12 @@ def unseen_cases(ctx: Context) -> list[dict[str, Any]]:
     cannot tell the two apart, `lost-write` can for the values below what readers reached. Only ok sends
     count (an info send may never have happened).
 
+    As in Jepsen (`unseen`: sets of values), a value sent twice is one value. Jepsen's merge keeps, for a key
+    only polled so far, the polled values as unseen after the op that polled it; in its last map that shows
+    values read as unseen (a defect, not a rule: here only sent values can be unseen).
+
     One instance per key: `key`, `count`, `values` (ascending), the writers' `ops` and ack `times` (parallel
-    to `values`), and `first_time` / `last_time` of those acks. The series over time is
+    to `values`: the earliest ok send of each), and `first_time` / `last_time` of those acks. The series over time is
     `unseen_series`.
     """
     s = ctx.sends
@@ -103,6 +125,7 @@ def unseen_cases(ctx: Context) -> list[dict[str, Any]]:
         return []
     order = sort_by(s.key[rows], s.value[rows])
     rows = rows[order]
+    rows = rows[np.r_[True, s.pid[rows][1:] != s.pid[rows][:-1]]]  # a value sent twice is one value
     keys = s.key[rows]
     starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
     ends = np.r_[starts[1:], len(rows)]

@@ -3,12 +3,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kafka_chaos.checker.anomalies._common import within_op_steps
+from kafka_chaos.checker.anomalies._common import PositionBreaks, within_op_steps
 from kafka_chaos.checker.context import FAIL, Context, deltas, op_key_order, sort_by
+
+if TYPE_CHECKING:
+    from kafka_chaos.checker.tables import Reset
 
 
 def _offset(ctx: Context, row: int) -> int | None:
@@ -48,7 +52,7 @@ def int_send_skip_nonmonotonic_cases(ctx: Context) -> dict[str, list[dict[str, A
     return out
 
 
-def nonmonotonic_send_cases(ctx: Context) -> list[dict[str, Any]]:
+def nonmonotonic_send_cases(ctx: Context, resets: Iterable[Reset] = ()) -> list[dict[str, Any]]:
     """Across successive ops of one process, a later send to a key lands at or before an earlier one
     (Jepsen's `nonmonotonic-send-cases`).
 
@@ -57,7 +61,8 @@ def nonmonotonic_send_cases(ctx: Context) -> list[dict[str, Any]]:
     either is unknown), and delta < 1 is an anomaly: one producer's writes to a partition were reordered
     (e.g. retries of an earlier batch landing after a later one without idempotence). Failed sends are
     skipped: they did not happen. As in Jepsen there is no send-skip across ops: other producers write in
-    between all the time.
+    between all the time; and an ok or info `assign` / `subscribe` of the process between the two ops that
+    does not name the key ends the comparison (`resets`; Jepsen keeps `last-sends` of the named keys only).
 
     Instances: `key`, `process`, `values` [v, v'], `offsets` (as acknowledged), `delta`, `ops` [previous op,
     this op] and `times`.
@@ -84,8 +89,11 @@ def nonmonotonic_send_cases(ctx: Context) -> list[dict[str, Any]]:
     d = np.zeros(len(first), dtype=np.int64)
     d[1:] = deltas(i_prev[:-1], i_cur[1:])
     out = []
+    breaks = PositionBreaks(resets)
     for j in np.flatnonzero(follows & (d < 1)).tolist():
         a, b = int(last[j - 1]), int(first[j])
+        if breaks.between(int(s.process[b]), ctx.keys[int(gkey[j])], int(s.op[a]), int(s.op[b])):
+            continue
         out.append(
             {
                 "key": ctx.keys[int(gkey[j])],

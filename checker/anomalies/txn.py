@@ -8,23 +8,25 @@ from typing import Any
 import numpy as np
 
 from kafka_chaos.checker.anomalies.cycles import TxnHistory, find_cycles
-from kafka_chaos.checker.context import FAIL, Context
+from kafka_chaos.checker.context import FAIL, OK, Context, last_writer
 
 
 def g1a_cases(ctx: Context) -> list[dict[str, Any]]:
-    """Aborted read: an ok poll read a value whose send failed (Jepsen's `g1a-cases`).
+    """Aborted read: an ok poll read a value some failed send wrote (Jepsen's `g1a-cases`).
 
     `fail` means the send certainly did not happen (e.g. the broker rejected it), so no consumer may ever
-    see its value. One instance per poll record that did.
+    see its value. As in Jepsen, a value counts when *any* failed op sent it (`writes-by-type :fail`), even
+    if another op sent it too; every record an ok poll returned counts, at a known offset or not. One
+    instance per poll record that did.
 
-    Instance: `key`, `value`, `offset` (where it was read), `process` (the reader), `writer_process`, `ops`
-    [writer, reader] and `times`.
+    Instance: `key`, `value`, `offset` (where it was read, null when unknown), `process` (the reader),
+    `writer_process`, `ops` [the failed writer (the last to complete, if several), reader] and `times`.
+    Jepsen's `:writer` is the value's `writer-of` whatever its type; here it is the failed one, the evidence.
     """
     s, p = ctx.sends, ctx.polls
-    if not len(s.type):  # nothing was sent: no writer to have failed (values read then are unwritten)
-        return []
-    w = ctx.writer[p.pid]
-    rows = np.flatnonzero((w >= 0) & (s.type[np.maximum(w, 0)] == FAIL))
+    failed = last_writer(ctx, np.flatnonzero(s.type == FAIL))
+    w = failed[p.pid]
+    rows = np.flatnonzero((w >= 0) & (p.type == OK))
     out = []
     for r in rows.tolist():
         wr = int(w[r])
@@ -32,7 +34,7 @@ def g1a_cases(ctx: Context) -> list[dict[str, Any]]:
             {
                 "key": ctx.keys[int(p.key[r])],
                 "value": int(p.value[r]),
-                "offset": int(p.offset[r]),
+                "offset": int(p.offset[r]) if p.has_offset[r] else None,
                 "process": int(p.process[r]),
                 "writer_process": int(s.process[wr]),
                 "ops": [int(s.op[wr]), int(p.op[r])],
@@ -49,37 +51,48 @@ def precommitted_read_cases(ctx: Context) -> list[dict[str, Any]]:
     a transaction's own sends are not committed while it runs: a `txn` that polls its own value read an
     uncommitted record. The tables do not link a txn's sends (indexed by its invoke) to its polls (indexed by
     its completion), but an op is identified by its process and completion time: a poll row whose value was
-    sent by the same process, in an op that completed at that same time, is such a read. One instance per
-    op, the first of its sends so read, as in Jepsen. Only `txn` ops can do this, so without a transactional
+    sent (by any of its sends) in an op of the same process that completed at that same time is such a read.
+    As in Jepsen every completed op counts, whatever its type. One instance per op: its first key (in the
+    order the op first sent to each key) with such a read, and that key's first send (in send order) that
+    was read (Jepsen names an arbitrary one of them). Only `txn` ops can do this, so without a transactional
     workload this finds nothing.
 
-    Instance: `key`, `value`, `offset` (as read), `process`, `ops` [the txn's invoke, its completion] and
-    `times`.
+    Instance: `key`, `value`, `offset` (as read, null when unknown), `process`, `ops` [the txn's invoke, its
+    completion] and `times`.
     """
     s, p = ctx.sends, ctx.polls
-    if not len(s.type):  # nothing was sent: no txn read its own value
+    if not len(s) or not len(p):
         return []
-    w = ctx.writer[p.pid]
-    ws = np.maximum(w, 0)
-    own = (w >= 0) & (s.process[ws] == p.process) & (s.complete_time[ws] == p.time)
+    # Sends rows that completed when some poll row of their process did: only those can be one op's.
+    cand = np.flatnonzero((s.complete_time >= 0) & np.isin(s.complete_time, p.time))
+    if not len(cand):
+        return []
+    sent: dict[tuple[int, int], dict[int, int]] = {}  # (process, completion) → pid → its first sends row
+    for r in cand.tolist():
+        sent.setdefault((int(s.process[r]), int(s.complete_time[r])), {}).setdefault(int(s.pid[r]), r)
+    reads: dict[tuple[int, int], dict[int, int]] = {}  # op → sends row → a poll row that read it
+    for r in np.flatnonzero(np.isin(p.time, s.complete_time[cand])).tolist():
+        own = sent.get((int(p.process[r]), int(p.time[r])))
+        w = own.get(int(p.pid[r])) if own else None
+        if w is not None:
+            reads.setdefault((int(p.op[r]), int(p.process[r])), {}).setdefault(w, r)
     out = []
-    seen_ops: set[int] = set()
-    rows = np.flatnonzero(own)
-    # per op, the first of its sends (in send order) that it read
-    for r in rows[np.lexsort((w[rows], p.op[rows]))].tolist():
-        op = int(p.op[r])
-        if op in seen_ops:
-            continue
-        seen_ops.add(op)
-        wr = int(w[r])
+    for (op, _), by_send in sorted(reads.items()):
+        rows = sorted(by_send)
+        first_of_key: dict[int, int] = {}  # the op's first send to each key it read its own value of
+        op_rows = np.flatnonzero(s.op == s.op[rows[0]])
+        for r in op_rows.tolist():
+            first_of_key.setdefault(int(s.key[r]), r)
+        wr = min(rows, key=lambda r: (first_of_key[int(s.key[r])], r))
+        pr = by_send[wr]
         out.append(
             {
-                "key": ctx.keys[int(p.key[r])],
-                "value": int(p.value[r]),
-                "offset": int(p.offset[r]),
-                "process": int(p.process[r]),
+                "key": ctx.keys[int(p.key[pr])],
+                "value": int(p.value[pr]),
+                "offset": int(p.offset[pr]) if p.has_offset[pr] else None,
+                "process": int(p.process[pr]),
                 "ops": [int(s.op[wr]), op],
-                "times": [int(s.invoke_time[wr]), int(p.time[r])],
+                "times": [int(s.invoke_time[wr]), int(p.time[pr])],
             }
         )
     return out

@@ -38,13 +38,21 @@ class History:
             self.event(p, type_, "send", [["send", k, v] for k, v, _ in records], error="boom")
         return i
 
-    def poll(self, p: int, records: dict[str, list[tuple[int, int]]], type_: str = "ok") -> int:
-        """A poll; returns the completion's index (the op's index in the polls table)."""
+    def poll(self, p: int, records: dict[str, list[tuple[int | None, int]]], type_: str = "ok", *,
+             returned: bool = False, **extra: Any) -> int:
+        """A poll; returns the completion's index (the op's index in the polls table). A fail or info poll
+        returns nothing unless `returned` (then it keeps `records`); `extra`: more fields of the completion
+        (e.g. `rebalance_log`)."""
         self.event(p, "invoke", "poll", [["poll"]])
-        if type_ != "ok":
-            return self.event(p, type_, "poll", [["poll"]])
+        if type_ != "ok" and not returned:
+            return self.event(p, type_, "poll", [["poll"]], **extra)
         result = {k: [list(r) for r in rs] for k, rs in records.items()}
-        return self.event(p, "ok", "poll", [["poll", result]])
+        return self.event(p, type_, "poll", [["poll", result]], **extra)
+
+    def assign(self, p: int, value: Any, f: str = "assign", type_: str = "ok") -> int:
+        """An assign (or, with `f`, a subscribe); returns the completion's index."""
+        self.event(p, "invoke", f, value)
+        return self.event(p, type_, f, value)
 
     def txn(self, p: int, invoke: list[Any], complete: list[Any]) -> tuple[int, int]:
         return self.event(p, "invoke", "txn", invoke), self.event(p, "ok", "txn", complete)

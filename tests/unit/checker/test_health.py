@@ -42,8 +42,9 @@ def test_no_samples_no_health() -> None:
 
 def test_consumer_lag_leaves_out_the_final_drain(tmp_path) -> None:
     """The drain reads the whole log at the end: its reads measure the run's length, not consumer lag."""
+    from checker_histories import History, K
+
     from kafka_chaos.checker import check_run
-    from tests.unit.checker.checker_histories import History, K
 
     h = History()
     h.send(0, K, 1, 0)

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from checker_histories import History
+from reference_agreement import assert_agree
 
 from kafka_chaos.checker import HistoryError, check_run
 from kafka_chaos.checker.jepsen_store import import_jepsen, read_ops
@@ -97,6 +98,20 @@ def test_ops_keep_jepsens_index_and_events_are_renumbered_in_file_order(tmp_path
     assert [e["jepsen_index"] for e in events] == list(range(21))
     assert events[19]["value"] == [["poll", {T0: [[0, 1], [2, 3]], T1: [[0, 5], [1, 5]]}]]
     assert events[5]["value"] == {"nodes": [2], "jepsen": {"n2": "killed"}}
+
+
+def test_a_rebalance_log_keeps_its_keys_named_as_kafka_chaos_names_them(tmp_path: Path) -> None:
+    """Jepsen's `:rebalance-log` exempts its keys from `int-poll-skip` (jepsen_reference checks the rule)."""
+    poll = ("{:index 19, :time 20000, :type :ok, :process 2, :f :poll, "
+            ":value [[:poll {0 [[0 1] [2 3]], 1 [[0 5] [1 5]]}]]")
+    edn = EDN.replace(poll + "}", poll + ", :rebalance-log [{:keys [0 1]}]}")
+    run = import_jepsen(store(tmp_path, edn), tmp_path / "edn")
+    events = [json.loads(line) for line in (run / "history.jsonl").read_text().splitlines()]
+    assert events[19]["rebalance_log"] == [{"keys": [T0, T1]}]
+    assert_agree((run / "history.jsonl").read_text())
+    plain_run = check_run(import_jepsen(store(tmp_path / "p"), tmp_path / "p1"), write=False)
+    rebalanced = check_run(run, write=False)
+    assert "int-poll-skip" in plain_run["anomaly_counts"] and "int-poll-skip" not in rebalanced["anomaly_counts"]
 
 
 def test_one_edn_vector_of_ops_reads_like_one_op_per_line(tmp_path: Path) -> None:

@@ -1,0 +1,34 @@
+"""Every history the checker's unit tests build is also a cross-check: after each test, the checker and the
+straight transcription of Jepsen's analysis (jepsen_reference) must agree on every history it wrote
+(reference_agreement.assert_agree). Histories the reader refuses (cut or malformed on purpose) are skipped."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import checker_histories
+import pytest
+from reference_agreement import assert_agree
+
+from kafka_chaos.checker.tables import parse_history
+from kafka_chaos.errors import HistoryError
+
+
+@pytest.fixture(autouse=True)
+def jepsen_agrees_on_every_history(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    texts: list[str] = []
+    text = checker_histories.History.text
+
+    def recorded(self: checker_histories.History) -> str:
+        t = text(self)
+        texts.append(t)
+        return t
+
+    monkeypatch.setattr(checker_histories.History, "text", recorded)
+    yield
+    for t in dict.fromkeys(texts):
+        try:
+            parse_history(t.encode())
+        except HistoryError:
+            continue
+        assert_agree(t)
