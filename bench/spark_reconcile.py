@@ -1,6 +1,13 @@
 """Benchmark: Spark reconciliation vs the single-process checker vs three plain Spark queries.
 
     python bench/spark_reconcile.py --records 1e7 1e8 [--master 'local[2]'] [--dir /tmp/kafka-chaos-bench]
+    python bench/spark_reconcile.py --from-history --records 1e6 1e7   # raw history.jsonl in, end to end
+
+`--from-history`: a run folder holding only `history.jsonl` (bench/checker_speed.py's realistic clean
+history: 16 partitions, 8 producers, 4 consumers, about 2.25 lines per produced record), then, on the same
+file, in separate processes: the Spark job parsing the JSONL itself; `kafka-chaos check` end to end (parse,
+analysis, tables, results, report); the Spark job again on the Parquet tables `check` wrote. The anomaly
+counts of the three must be equal.
 
 For each size, a synthetic history (spark.synthetic, with seeded anomalies) is generated once, then each
 engine runs in its own process, timed from outside:
@@ -208,6 +215,75 @@ def ensure_data(base: Path, records: int, keys: int) -> tuple[Path, dict[str, An
     return run, manifest, time.monotonic() - started
 
 
+def history_main(args: argparse.Namespace) -> int:
+    """`--from-history`: Spark from JSONL vs `kafka-chaos check` end to end vs Spark from Parquet."""
+    from rich.console import Console
+    from rich.table import Table
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    from checker_speed import generate as generate_history
+
+    console = Console(width=170)
+    py = sys.executable
+    rows: list[tuple[int, int, Measure]] = []
+    for size in args.records:
+        records = int(size)
+        base = Path(args.dir) / f"history-{records}"
+        spark_run, check_run = base / "spark", base / "check"
+        history = spark_run / "history.jsonl"
+        if not history.exists():
+            spark_run.mkdir(parents=True, exist_ok=True)
+            started = time.monotonic()
+            info = generate_history(history, int(records * 2.25))
+            (base / "info.json").write_text(json.dumps(info))
+            console.print(f"generated {info['events']:,} lines in {time.monotonic() - started:.0f} s")
+        info = json.loads((base / "info.json").read_text())
+        for leftover in ("sends.parquet", "polls.parquet", "results.json"):
+            (spark_run / leftover).unlink(missing_ok=True)  # Spark must read the history
+        if check_run.exists():
+            subprocess.run(["rm", "-rf", str(check_run)], check=True)
+        check_run.mkdir(parents=True)
+        os.link(history, check_run / "history.jsonl")  # the same file, a folder of its own for the tables
+        lines = int(info["events"])
+        console.print(f"[bold]{info['send_ops']:,} produced records[/], {lines:,} history lines, "
+                      f"{history.stat().st_size / 1e6:,.0f} MB; load {os.getloadavg()[0]:.1f}")
+        job = [py, "-m", "kafka_chaos.spark.job", "--master", args.master, "--driver-memory",
+               args.driver_memory, "--no-progress", "--max-instances", "100"]
+        measures = [
+            run_measured("spark from history.jsonl", [*job, str(spark_run)], ok_codes=(0, 1)),
+            run_measured("kafka-chaos check (end to end)",
+                         [py, "-m", "kafka_chaos.harness.cli", "check", str(check_run), "--json"],
+                         ok_codes=(0, 1)),
+            run_measured("spark from the Parquet tables", [*job, str(check_run)], ok_codes=(0, 1)),
+        ]
+        counts = []
+        for m in measures:
+            try:
+                counts.append(json.loads(m.output)["anomaly_counts"] if m.ok else None)
+            except ValueError:
+                counts.append(None)
+            rows.append((info["send_ops"], lines, m))
+            console.print(f"  {m.label}: {m.wall:.1f} s wall, {m.cpu:.1f} s CPU, peak JVM {m.jvm_peak_mb:,.0f} "
+                          f"MB, driver {m.driver_peak_mb:,.0f} MB, tree {m.tree_peak_mb:,.0f} MB "
+                          f"{json.dumps(m.extra)}")
+        five = ("lost-write", "unseen", "duplicate", "inconsistent-offsets", "G1a")
+        agreed = len({json.dumps({k: v for k, v in (c or {}).items() if k in five}, sort_keys=True)
+                      for c in counts}) == 1 and None not in counts
+        console.print(f"  anomaly counts {'agree' if agreed else 'DIFFER'}: {counts}")
+    table = Table(title=f"From the raw history on {args.master}: wall / CPU seconds, ratio to the Spark job from JSONL")
+    for col in ("records", "lines", "engine", "wall s", "CPU s", "lines/s", "peak JVM MB", "driver MB",
+                "tree MB", "÷ spark JSONL (wall)"):
+        table.add_column(col, justify="right")
+    reference = {r: m for r, _, m in rows if m.label.startswith("spark from history")}
+    for records, lines, m in rows:
+        ratio = f"{m.wall / reference[records].wall:.2f}×" if m.ok and reference[records].ok else "-"
+        table.add_row(f"{records:,}", f"{lines:,}", m.label if m.ok else f"{m.label} (failed)", f"{m.wall:.1f}",
+                      f"{m.cpu:.1f}", f"{lines / m.wall:,.0f}", f"{m.jvm_peak_mb:,.0f}", f"{m.driver_peak_mb:,.0f}",
+                      f"{m.tree_peak_mb:,.0f}", ratio)
+    console.print(table)
+    return 0
+
+
 def du_mb(path: Path) -> float:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 1e6
 
@@ -221,6 +297,8 @@ def main() -> int:
     parser.add_argument("--checker-max", type=float, default=2e7, help="largest size for the checker")
     parser.add_argument("--plain-max", type=float, default=1e8, help="largest size for the plain queries")
     parser.add_argument("--driver-memory", default="2g")
+    parser.add_argument("--from-history", action="store_true",
+                        help="runs holding only history.jsonl: Spark from JSONL vs check end to end vs Parquet")
     parser.add_argument("--_checker", help=argparse.SUPPRESS)
     parser.add_argument("--_plain", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -230,6 +308,8 @@ def main() -> int:
     if args._plain:
         plain_main(args._plain, args.master)
         return 0
+    if args.from_history:
+        return history_main(args)
 
     from rich.console import Console
     from rich.table import Table

@@ -28,6 +28,7 @@ cheap text filter keeps the other lines out of that branch).
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -96,7 +97,7 @@ class HistoryFrames:
         if not self._observations:
             raise SparkReconcileError("internal error: no Spark job has read this history yet")
         events_seen, polls_seen = self._observations[0]
-        return _facts(self, events_seen.get, polls_seen.get)
+        return _facts(self, _metrics(events_seen), _metrics(polls_seen))
 
     def line_number(self, file: str, text: str) -> tuple[int, int]:
         """(1-based line number of the first line equal to `text` in `file`, the file's line count):
@@ -123,6 +124,15 @@ class HistoryFrames:
             return bool(stream.read() == ord("\n"))
         finally:
             stream.close()
+
+
+def _metrics(observation: Observation) -> dict[str, Any]:
+    """An observation's metrics; none when its pass read no row at all (an empty history: Spark then has no
+    metrics row to give, and says so with an assertion)."""
+    try:
+        return dict(observation.get)
+    except Exception:
+        return {}
 
 
 def _envelope(lines: DataFrame) -> DataFrame:
@@ -152,7 +162,6 @@ def _sends(lines: DataFrame, seen: Observation) -> DataFrame:
     """Every send micro-op of send and txn ops, paired with its invoke; the pass also observes the malformed
     lines and the side events."""
     from pyspark.sql import Window
-
     from pyspark.sql import functions as f
 
     col = f.col
@@ -284,10 +293,8 @@ def _facts(history: HistoryFrames, seen: dict[str, Any], polls: dict[str, Any]) 
             facts.first_malformed = None
     side = sorted((e.asDict() for e in seen.get("side") or [] if e is not None), key=lambda e: e["index"])
     for event in side:
-        try:
+        with contextlib.suppress(ValueError):  # not JSON: kept as the text it was
             event["value"] = json.loads(event["value"]) if event["value"] is not None else None
-        except ValueError:
-            pass
         if event["process"] == "harness" and event["f"] == "drain-complete":
             facts.drain_complete = event["value"] is True
         elif event["process"] == "harness" and event["f"] == "run-start" and facts.run_start is None:

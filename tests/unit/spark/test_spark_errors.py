@@ -64,12 +64,22 @@ def test_missing_run_dir(spark_session: Any, tmp_path: Path) -> None:
 def test_missing_table(spark_session: Any, tmp_path: Path) -> None:
     run = tmp_path / "run"
     run.mkdir()
-    (run / "history.jsonl").write_text("")
     pq.write_table(pa.table({"x": [1]}), run / "sends.parquet")
-    with pytest.raises(SparkReconcileError, match=r"has no polls\.parquet") as err:
+    with pytest.raises(SparkReconcileError, match=r"holds no history\.jsonl") as err:
         reconcile([str(run)], spark=spark_session, progress=False)
-    assert "kafka-chaos check RUN_DIR" in str(err.value)
+    assert "sends.parquet and polls.parquet" in str(err.value)
     assert_clean(str(err.value))
+
+
+def test_empty_history_is_an_empty_incomplete_run(spark_session: Any, tmp_path: Path) -> None:
+    """An empty history.jsonl (a run that stopped before its first event): nothing to reconcile, and the run
+    is not complete — as the checker reads it."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "history.jsonl").write_text("")
+    result = reconcile([str(run)], spark=spark_session, progress=False)
+    assert result["anomaly_counts"] == {} and result["stats"]["sends"] == 0
+    assert result["complete"] is False and result["histories"]["run"]["drain_complete"] is None
 
 
 def test_malformed_parquet(spark_session: Any, tmp_path: Path) -> None:

@@ -194,7 +194,8 @@ def histories(draw: st.DrawFn) -> str:
         else:
             read: dict[str, list[tuple[int, int]]] = {}
             for _ in range(draw(st.integers(0, 3))):
-                if sent and draw(st.booleans()):
+                pick_sent: bool = draw(st.booleans())
+                if sent and pick_sent:
                     k, v, o = draw(st.sampled_from(sent))
                     o = o if draw(st.integers(0, 4)) else o + 1  # sometimes at another offset
                 else:
