@@ -91,6 +91,22 @@ class HistoryFrames:
         self._observations.append((events_seen, polls_seen))
         return _sends(lines, events_seen), _polls(lines, polls_seen)
 
+    def rows(self, key_prefix: str = "", op_shift: int = 0) -> DataFrame:
+        """The job's input (kernel.INPUT_SCHEMA: key, value, offset, src, op) straight from the history, in
+        one pass: each line parsed once (micro-ops as text elements), one exchange of the client events by
+        process for the pairing, and each event's sends and poll records generated as one array that is
+        exploded once — two branches (sends, polls) would read and parse the file twice. The pass observes
+        what `facts` reports."""
+        from pyspark.sql import Observation
+        from pyspark.sql import functions as f
+
+        lines = self.spark.read.text(self.files).select(
+            f.input_file_name().alias("file"), f.col("value").alias("line")
+        )
+        events_seen, polls_seen = Observation(), Observation()
+        self._observations.append((events_seen, polls_seen))
+        return _rows(lines, events_seen, polls_seen, key_prefix, op_shift)
+
     def facts(self) -> HistoryFacts:
         """What the first pass observed. Call only after a job ran on the first `frames()`: an observation
         waits for its job."""
@@ -235,6 +251,117 @@ def _sends(lines: DataFrame, seen: Observation) -> DataFrame:
         "invoke_time",
         "complete_time",
     )
+
+
+TYPED_ENVELOPE = "process STRING, type STRING, f STRING, index BIGINT, time BIGINT, value ARRAY<ARRAY<STRING>>"
+"""The envelope with the value as micro-ops whose elements are JSON text: one parse gives a send's key and
+`[offset, value]` text and a poll's records text. Other values (a nemesis's object) come out null here; the
+side events read theirs with get_json_object."""
+
+
+def _rows(lines: DataFrame, seen: Observation, polls_seen: Observation, key_prefix: str,
+          op_shift: int) -> DataFrame:
+    from pyspark.sql import Window
+    from pyspark.sql import functions as f
+
+    from kafka_chaos.spark.kernel import SRC_FAIL, SRC_INFO, SRC_OK, SRC_POLL
+
+    col = f.col
+    events = lines.select("file", "line", f.from_json("line", TYPED_ENVELOPE).alias("e")).select(
+        "file", "line", "e.*")
+    bad = _malformed()
+    side = col("process").isin(*SIDE_PROCESSES)
+    observed = events.observe(
+        seen,
+        f.count_if(bad).alias("malformed"),
+        f.min(f.when(bad, f.concat_ws("\n", col("file"), col("line")))).alias("first"),
+        f.max(f.when(bad, f.concat_ws("\n", col("file"), col("line")))).alias("last"),
+        f.collect_list(f.when(side, f.struct("index", "time", "process", "type", "f",
+                                             f.get_json_object("line", "$.value").alias("value")))).alias("side"),
+        f.max("time").alias("end_time"),
+    )
+    client = observed.where(_is_client() & ~bad).select(
+        col("process").cast("bigint").alias("process"), "index", "type", "f", "value")
+    by_process = Window.partitionBy("process").orderBy("index")
+    writes = col("f").isin("send", "txn")
+    paired = client.select(
+        "*",
+        f.lag("type").over(by_process).alias("prev_type"),
+        f.lag("index").over(by_process).alias("prev_index"),
+        f.lag(f.when(writes & (col("type") == "invoke"), col("value"))).over(by_process).alias("prev_value"),
+        f.lead("index").over(by_process).alias("next_index"),
+    )
+    completion = col("type") != "invoke"
+    has_invoke = col("prev_type") == "invoke"
+    send_mops = (
+        f.when(completion & (f.coalesce(f.size("value"), f.lit(0)) > 0), col("value"))
+        .when(completion & has_invoke, col("prev_value"))
+        .when(~completion & col("next_index").isNull(), col("value"))  # never completed: info
+    )
+    src = (
+        f.when(~completion, f.lit(SRC_INFO))
+        .when(col("type") == "ok", f.lit(SRC_OK))
+        .when(col("type") == "fail", f.lit(SRC_FAIL))
+        .otherwise(f.lit(SRC_INFO))
+    )
+    send_op = f.when(completion & has_invoke, col("prev_index")).otherwise(col("index"))
+    row_type = "struct<key: string, value: bigint, offset: bigint, src: tinyint, op: bigint, bad: boolean>"
+
+    def send_row(m: Column) -> Column:
+        x = f.get(m, 2)
+        listed = f.startswith(f.ltrim(x), f.lit("["))
+        pair = f.split(f.translate(x, "[] ", ""), ",")
+        return f.struct(
+            f.get(m, 1).alias("key"),
+            f.when(listed, f.get(pair, 1)).otherwise(x).try_cast("bigint").alias("value"),
+            f.when(listed, f.get(pair, 0).try_cast("bigint")).alias("offset"),
+            src.cast("tinyint").alias("src"),
+            send_op.alias("op"),
+            f.lit(False).alias("bad"),
+        ).cast(row_type)
+
+    sends = f.transform(
+        f.filter(f.when(writes, send_mops), lambda m: f.get(m, 0) == "send"), send_row)
+
+    def poll_rows(m: Column) -> Column:
+        records = f.from_json(f.get(m, 1), _RECORDS)
+        good = f.transform(
+            f.map_entries(records),
+            lambda e: f.transform(
+                f.coalesce(e["value"], f.array().cast("array<array<bigint>>")),
+                lambda p: f.struct(
+                    e["key"].alias("key"),
+                    f.get(p, 1).alias("value"),
+                    f.get(p, 0).alias("offset"),
+                    f.lit(SRC_POLL).cast("tinyint").alias("src"),
+                    col("index").alias("op"),
+                    (p.isNull() | (f.size(p) != 2)).alias("bad"),
+                ).cast(row_type),
+            ),
+        )
+        broken = f.array(f.struct(f.lit(None).alias("key"), f.lit(None).alias("value"), f.lit(None).alias(
+            "offset"), f.lit(SRC_POLL).alias("src"), col("index").alias("op"), f.lit(True).alias("bad"),
+        ).cast(row_type))
+        return f.when(records.isNull(), broken).otherwise(f.flatten(good))
+
+    polls = f.flatten(f.transform(
+        f.filter(f.when((col("type") == "ok") & col("f").isin("poll", "txn"), col("value")),
+                 lambda m: f.get(m, 0) == "poll"),
+        poll_rows,
+    ))
+    generated = paired.select(f.explode(f.concat(
+        f.coalesce(sends, f.array().cast(f"array<{row_type}>")),
+        f.coalesce(polls, f.array().cast(f"array<{row_type}>")),
+    )).alias("r")).select("r.*")
+    checked = generated.observe(
+        polls_seen,
+        f.count_if(col("bad")).alias("malformed"),
+        f.min(f.when(col("bad"), f.concat_ws("/", col("key"), col("op").cast("string")))).alias("first"),
+    )
+    key = f.concat(f.lit(key_prefix), col("key")) if key_prefix else col("key")
+    # A poll record without an offset cannot be placed in the log: dropped, as the checker's tables drop it.
+    return checked.where(~col("bad") & ((col("src") != SRC_POLL) | col("offset").isNotNull())).select(
+        key.alias("key"), "value", "offset", "src", (col("op") + f.lit(op_shift)).alias("op"))
 
 
 def _polls(lines: DataFrame, seen: Observation) -> DataFrame:
