@@ -22,8 +22,9 @@ checker's parser's (`checker/tables.py`), expressed as Spark columns:
 
 What the checker reads besides the tables — the harness's `run-start` and `drain-complete`, the nemesis's and
 operator's events for the fault windows — is gathered in the same pass with `DataFrame.observe` (a handful of
-events), so each line is parsed as an envelope once. Poll lines are parsed once more for their records (a
-cheap text filter keeps the other lines out of that branch).
+events). The job's pass (`HistoryFrames.rows`) parses each line once and generates the kernel's rows directly;
+`HistoryFrames.frames` gives the two tables' columns for the job's rare follow-ups (info sends committed through
+another key, a duplicate's send time), reading the file again.
 """
 
 from __future__ import annotations
@@ -195,7 +196,7 @@ def _sends(lines: DataFrame, seen: Observation) -> DataFrame:
     # Pairing needs every client event of a process (an invoke replaced by another op's is forgotten, as the
     # checker forgets it), but only a send's or txn's value: the shuffle carries the rest narrow.
     client = observed.where(_is_client() & ~bad).select(
-        col("process").cast("bigint").alias("process"),
+        col("process").try_cast("bigint").alias("process"),
         "index",
         "time",
         "type",
@@ -237,14 +238,14 @@ def _sends(lines: DataFrame, seen: Observation) -> DataFrame:
         "process", "type", "op_index", "invoke_time", "complete_time", f.explode("mops").alias("mop")
     )
     mop = f.from_json(col("mop"), "array<string>")
-    sends = mops.select("*", mop.alias("m")).where(col("m")[0] == "send")
-    x = col("m")[2]
+    sends = mops.select("*", mop.alias("m")).where(f.get(col("m"), 0) == "send")
+    x = f.get(col("m"), 2)
     pair = f.from_json(x, "array<bigint>")
     listed = f.startswith(f.ltrim(x), f.lit("["))
     return sends.select(
-        f.when(listed, pair[1]).otherwise(x.cast("bigint")).alias("value"),
-        col("m")[1].alias("key"),
-        f.when(listed, pair[0]).alias("offset"),
+        f.when(listed, f.get(pair, 1)).otherwise(x.try_cast("bigint")).alias("value"),
+        f.get(col("m"), 1).alias("key"),
+        f.when(listed, f.get(pair, 0)).alias("offset"),
         "process",
         "op_index",
         "type",
@@ -281,7 +282,7 @@ def _rows(lines: DataFrame, seen: Observation, polls_seen: Observation, key_pref
         f.max("time").alias("end_time"),
     )
     client = observed.where(_is_client() & ~bad).select(
-        col("process").cast("bigint").alias("process"), "index", "type", "f", "value")
+        col("process").try_cast("bigint").alias("process"), "index", "type", "f", "value")
     by_process = Window.partitionBy("process").orderBy("index")
     writes = col("f").isin("send", "txn")
     paired = client.select(
@@ -373,12 +374,12 @@ def _polls(lines: DataFrame, seen: Observation) -> DataFrame:
     events = _envelope(lines.where(col("line").contains('"poll"')))
     ok = events.where(
         _is_client() & ~_malformed() & (col("type") == "ok") & col("f").isin("poll", "txn")
-    ).select(col("process").cast("bigint").alias("process"), "index", "time", "value")
+    ).select(col("process").try_cast("bigint").alias("process"), "index", "time", "value")
     mops = ok.select("process", "index", "time", f.explode(f.from_json("value", "array<string>")).alias("mop"))
     mop = f.from_json(col("mop"), "array<string>")
-    polls = mops.select("process", "index", "time", mop.alias("m")).where(col("m")[0] == "poll")
-    records = f.from_json(col("m")[1], _RECORDS)
-    per_key = polls.select("process", "index", "time", records.alias("records"), col("m")[1].alias("text"))
+    polls = mops.select("process", "index", "time", mop.alias("m")).where(f.get(col("m"), 0) == "poll")
+    records = f.from_json(f.get(col("m"), 1), _RECORDS)
+    per_key = polls.select("process", "index", "time", records.alias("records"), f.get(col("m"), 1).alias("text"))
     # A key's records may be null or empty (nothing read there), but each record is [offset, value].
     bad_shape = col("records").isNull() | f.exists(
         f.map_values("records"), lambda pairs: f.exists(pairs, lambda p: p.isNull() | (f.size(p) != 2))
@@ -392,10 +393,10 @@ def _polls(lines: DataFrame, seen: Observation) -> DataFrame:
         "process", "index", "time", f.explode("records").alias("key", "pairs")
     )
     rows = pairs.select("process", "index", "time", "key", f.explode("pairs").alias("pair"))
-    return rows.where(col("pair")[0].isNotNull()).select(
-        col("pair")[1].alias("value"),
+    return rows.where(f.get(col("pair"), 0).isNotNull()).select(
+        f.get(col("pair"), 1).alias("value"),
         "key",
-        col("pair")[0].alias("offset"),
+        f.get(col("pair"), 0).alias("offset"),
         "process",
         col("index").alias("op_index"),
         f.lit("ok").alias("type"),
