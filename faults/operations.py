@@ -13,7 +13,8 @@ know which brokers were down and when.
   document's path, where ELR state appears only after `eligible.leader.replicas.version` is raised. To an older
   version it is a rolling downgrade, which Kafka allows only while the finalized metadata.version is one the older
   release knows: before the features were raised (metadata.version downgrades, KIP-1155, are in no release).
-- `preferred-election` — move leadership back to each partition's first replica (Admin API ElectLeaders, KIP-460).
+- `preferred-election` — move leadership back to each partition's first replica (Admin API ElectLeaders, KIP-460),
+  once no partition is under-replicated (up to `healthy_timeout_s`), as an operator runs it.
 - `reassign` — change a partition's replica set through the Admin API (KIP-455 AlterPartitionReassignments):
   explicit `replicas`, or raise/lower the replication factor to `replication_factor`; optional replication
   throttle while it runs. Waits until the reassignment is done and the new replicas are in sync.
@@ -287,6 +288,10 @@ class OperationRunner:
         from confluent_kafka import ElectionType, TopicPartition
         from confluent_kafka.admin import AdminClient
 
+        # As an operator does: wait until no partition is under-replicated first. Kafka elects a preferred replica
+        # only while it is in the ISR (the controller's PartitionChangeBuilder, Election.PREFERRED), so an
+        # election asked while a restarted broker still catches up answers PREFERRED_LEADER_NOT_AVAILABLE.
+        waited, in_sync = self._wait_fully_replicated(op.healthy_timeout_s)
         states = self.cluster.partition_states(self.topic)
         admin = AdminClient({"bootstrap.servers": self.cluster.bootstrap_servers(direct=True)})
         partitions = [TopicPartition(self.topic, s.partition) for s in states]
@@ -294,7 +299,7 @@ class OperationRunner:
         # Per partition: None, or a KafkaError value (ELECTION_NOT_NEEDED when the preferred replica leads).
         outcome = {f"{tp.topic}/{tp.partition}": (err.name() if err is not None else "elected")
                    for tp, err in results.items()}
-        return {"done": True, "partitions": outcome}
+        return {"done": True, "partitions": outcome, "waited_for_isr_s": round(waited, 2), "in_sync_first": in_sync}
 
     # -- controller membership (KIP-853) --------------------------------------------------------------------
 
