@@ -205,8 +205,8 @@ def test_rack_cut_in_a_two_rack_cluster(chaos_run) -> None:
     """Racks a (nodes 1, 3) and b (node 2), RF=3, min.insync=2, acks=all; rack b cut from rack a for 12 s while
     consumers fetch from their closest replica (client.rack = b, KIP-392). The model: one replica of three cut
     off leaves an ISR of two — once the ISR has shrunk to rack a (replica.lag.time.max.ms, and the fencing of
-    node 2 where it led), writes are available again and nothing acknowledged may be lost; rack-b reads are held
-    to the same rules as any other."""
+    node 2 where it led), writes are available again within the model's bound and nothing acknowledged may be lost;
+    rack-b reads are held to the same rules as any other."""
     scenario = {**BASE, "name": "rack-cut", "duration_s": 22,
                 "cluster": {"nodes": 3, "racks": ["a", "b"]},
                 "workload": {**BASE["workload"], "client_rack": "b"},
@@ -229,8 +229,14 @@ def test_rack_cut_in_a_two_rack_cluster(chaos_run) -> None:
     rack_a_only = min((t for t, n in by_time.items() if n == partitions), default=None)
     assert rack_a_only is not None, "the ISR never shrank to rack a while rack b was cut off (model: it must, " \
         "replica.lag.time.max.ms after the cut)"
-    assert sends_between(result, rack_a_only, heal["time"]) > 0, \
-        "no acknowledged write after the ISR shrank to rack a (2 = min.insync) and before the heal"
+    # Writes: the model bounds how long the cut may hold them — the ISR's shrink to rack a, the fencing of node 2
+    # where it led, and clients following the isolated leader's stale metadata a request timeout more (node 2
+    # stays reachable by clients: the cut is between the racks). Whether they resume before the heal depends on
+    # which broker the clients ask next; that they stay within the bound does not.
+    cut_windows = [w for w in result.results["availability"]["windows"]
+                   if w["kind"] == "send" and any(f.startswith("partition") for f in w["faults"])]
+    assert all(w["finding"] is None for w in cut_windows), cut_windows
+    assert sends_between(result, heal["time"], 10**15) > 0, "no acknowledged write after the heal"
     assert "broker.rack = b" in (result.run_dir / "logs" / "node-2.log").read_text()
     # KIP-392: before the cut, the rack-b consumers' reads of partitions led from rack a are served by node 2
     fetched = [e["value"] for e in events(result) if e["process"] == "harness" and e["f"] == "fetch-from"
