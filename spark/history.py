@@ -80,17 +80,10 @@ class HistoryFrames:
         self._observations: list[tuple[Observation, Observation]] = []
 
     def frames(self) -> tuple[DataFrame, DataFrame]:
-        """(sends, polls) with the Parquet tables' columns (docs/architecture.md §3). Each call observes its
-        own pass: the facts are read from the first frames a job ran on."""
-        from pyspark.sql import Observation
-        from pyspark.sql import functions as f
-
-        lines = self.spark.read.text(self.files).select(
-            f.input_file_name().alias("file"), f.col("value").alias("line")
-        )
-        events_seen, polls_seen = Observation(), Observation()
-        self._observations.append((events_seen, polls_seen))
-        return _sends(lines, events_seen), _polls(lines, polls_seen)
+        """(sends, polls) with the Parquet tables' columns (docs/architecture.md §3), for the job's follow-ups;
+        they run after the job's pass (`rows`), whose observations `facts` reports, so they observe nothing."""
+        lines = self._lines()
+        return _sends(lines), _polls(lines)
 
     def rows(self, key_prefix: str = "", op_shift: int = 0) -> DataFrame:
         """The job's input (kernel.INPUT_SCHEMA: key, value, offset, src, op) straight from the history, in
@@ -99,17 +92,19 @@ class HistoryFrames:
         exploded once — two branches (sends, polls) would read and parse the file twice. The pass observes
         what `facts` reports."""
         from pyspark.sql import Observation
-        from pyspark.sql import functions as f
 
-        lines = self.spark.read.text(self.files).select(
-            f.input_file_name().alias("file"), f.col("value").alias("line")
-        )
         events_seen, polls_seen = Observation(), Observation()
         self._observations.append((events_seen, polls_seen))
-        return _rows(lines, events_seen, polls_seen, key_prefix, op_shift)
+        return _rows(self._lines(), events_seen, polls_seen, key_prefix, op_shift)
+
+    def _lines(self) -> DataFrame:
+        from pyspark.sql import functions as f
+
+        return self.spark.read.text(self.files).select(f.input_file_name().alias("file"),
+                                                       f.col("value").alias("line"))
 
     def facts(self) -> HistoryFacts:
-        """What the first pass observed. Call only after a job ran on the first `frames()`: an observation
+        """What the first pass observed. Call only after a job ran on the first `rows()`: an observation
         waits for its job."""
         if not self._observations:
             raise SparkReconcileError("internal error: no Spark job has read this history yet")
@@ -175,27 +170,17 @@ def _malformed() -> Column:
     return (f.trim(col("line")) != "") & (missing | bad_client)
 
 
-def _sends(lines: DataFrame, seen: Observation) -> DataFrame:
-    """Every send micro-op of send and txn ops, paired with its invoke; the pass also observes the malformed
-    lines and the side events."""
+def _sends(lines: DataFrame) -> DataFrame:
+    """Every send micro-op of send and txn ops, paired with its invoke (malformed lines left out)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as f
 
     col = f.col
     events = _envelope(lines)
     bad = _malformed()
-    side = col("process").isin(*SIDE_PROCESSES)
-    observed = events.observe(
-        seen,
-        f.count_if(bad).alias("malformed"),
-        f.min(f.when(bad, f.concat_ws("\n", col("file"), col("line")))).alias("first"),
-        f.max(f.when(bad, f.concat_ws("\n", col("file"), col("line")))).alias("last"),
-        f.collect_list(f.when(side, f.struct("index", "time", "process", "type", "f", "value"))).alias("side"),
-        f.max("time").alias("end_time"),
-    )
     # Pairing needs every client event of a process (an invoke replaced by another op's is forgotten, as the
     # checker forgets it), but only a send's or txn's value: the shuffle carries the rest narrow.
-    client = observed.where(_is_client() & ~bad).select(
+    client = events.where(_is_client() & ~bad).select(
         col("process").try_cast("bigint").alias("process"),
         "index",
         "time",
@@ -365,7 +350,7 @@ def _rows(lines: DataFrame, seen: Observation, polls_seen: Observation, key_pref
         key.alias("key"), "value", "offset", "src", (col("op") + f.lit(op_shift)).alias("op"))
 
 
-def _polls(lines: DataFrame, seen: Observation) -> DataFrame:
+def _polls(lines: DataFrame) -> DataFrame:
     """One row per record of every ok poll and ok txn's poll micro-ops."""
     from pyspark.sql import functions as f
 
@@ -379,17 +364,12 @@ def _polls(lines: DataFrame, seen: Observation) -> DataFrame:
     mop = f.from_json(col("mop"), "array<string>")
     polls = mops.select("process", "index", "time", mop.alias("m")).where(f.get(col("m"), 0) == "poll")
     records = f.from_json(f.get(col("m"), 1), _RECORDS)
-    per_key = polls.select("process", "index", "time", records.alias("records"), f.get(col("m"), 1).alias("text"))
+    per_key = polls.select("process", "index", "time", records.alias("records"))
     # A key's records may be null or empty (nothing read there), but each record is [offset, value].
     bad_shape = col("records").isNull() | f.exists(
         f.map_values("records"), lambda pairs: f.exists(pairs, lambda p: p.isNull() | (f.size(p) != 2))
     )
-    observed = per_key.observe(
-        seen,
-        f.count_if(bad_shape).alias("malformed"),
-        f.min(f.when(bad_shape, col("text"))).alias("first"),
-    )
-    pairs = observed.where(~bad_shape).select(
+    pairs = per_key.where(~bad_shape).select(
         "process", "index", "time", f.explode("records").alias("key", "pairs")
     )
     rows = pairs.select("process", "index", "time", "key", f.explode("pairs").alias("pair"))
