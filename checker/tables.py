@@ -431,6 +431,15 @@ def _parse(lines: Iterable[bytes], *, source: str) -> HistoryTables:
             if keys:
                 rebalanced[index] = keys
 
+    def read_polls(o: dict[str, Any], proc: int, t: int, typ: str, lineno: int) -> int:
+        """What a poll's or txn's completion read (its records, its rebalance log); returns the ok records
+        without an offset."""
+        index = o.get("index", lineno - 1)
+        unplaced = add_polls(o.get("value") if typ != "ok" else o["value"], proc, index, t, typ)
+        if "rebalance_log" in o or "rebalance-log" in o:
+            add_rebalances(o, index)
+        return unplaced
+
     try:
         for lineno, line in enumerate(lines, 1):
             try:
@@ -463,10 +472,7 @@ def _parse(lines: Iterable[bytes], *, source: str) -> HistoryTables:
                     ck = (f, typ)
                     counts[ck] = counts.get(ck, 0) + 1
                 if f == "poll":
-                    index = o.get("index", lineno - 1)
-                    dropped += add_polls(o.get("value") if typ != "ok" else o["value"], proc, index, t, typ)
-                    if "rebalance_log" in o or "rebalance-log" in o:
-                        add_rebalances(o, index)
+                    dropped += read_polls(o, proc, t, typ, lineno)
                 elif f == "send" or f == "txn":
                     value = o.get("value")
                     if type(value) is not list or not value:
@@ -496,10 +502,7 @@ def _parse(lines: Iterable[bytes], *, source: str) -> HistoryTables:
                                 s_op(inv.get("index", lineno - 1))
                                 s_time(inv["time"])
                     if f == "txn":
-                        index = o.get("index", lineno - 1)
-                        dropped += add_polls(o.get("value") if typ != "ok" else o["value"], proc, index, t, typ)
-                        if "rebalance_log" in o or "rebalance-log" in o:
-                            add_rebalances(o, index)
+                        dropped += read_polls(o, proc, t, typ, lineno)
                 elif f == "subscribe" or f == "assign":
                     if typ == "ok" and f == "subscribe":
                         subscribers.add(proc)
