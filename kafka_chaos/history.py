@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -47,8 +48,10 @@ class History:
         """A fresh client process number (Jepsen: a process that got `info` never runs again)."""
         return next(self._processes)
 
-    def record(self, process: Process, type_: str, f: str, value: Any, error: Any = None) -> int:
-        """Append one event; returns its index."""
+    def record(self, process: Process, type_: str, f: str, value: Any, error: Any = None,
+               extra: Mapping[str, Any] | None = None) -> int:
+        """Append one event; returns its index. `extra`: fields a workload adds beside Jepsen's (the txn
+        workload's `end_txn` timing, docs/architecture.md §3); they never replace the event's own."""
         with self._lock:
             if self._closed.is_set():
                 return -1
@@ -57,6 +60,8 @@ class History:
                                      "f": f, "value": value}
             if error is not None:
                 event["error"] = error
+            if extra:
+                event.update({k: v for k, v in extra.items() if k not in event})
             # non-str keys: values such as a reassignment's {partition: replicas} are written as JSON does
             self._file.write(orjson.dumps(event, option=orjson.OPT_NON_STR_KEYS) + b"\n")
             if not isinstance(process, int):

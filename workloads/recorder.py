@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 
 class Recorder(Protocol):
-    def record(self, process: int | str, type_: str, f: str, value: Any, error: Any = None) -> int: ...
+    def record(self, process: int | str, type_: str, f: str, value: Any, error: Any = None,
+               extra: Mapping[str, Any] | None = None) -> int: ...
     def new_process(self) -> int: ...
 
 

@@ -22,6 +22,7 @@ knows what each reader was promised. The final drain reads at read_committed (`t
 from __future__ import annotations
 
 import contextlib
+import enum
 import itertools
 import random
 import threading
@@ -86,6 +87,14 @@ def _serve_callbacks(producer: Producer) -> bool:
     except KafkaException:
         return False
     return True
+
+
+class _Next(enum.Enum):
+    """What a process does after a txn op."""
+
+    OP = "op"
+    REREAD = "reread"  # an op after making a new consumer, which starts at the group's committed offsets
+    END = "end"  # nothing: the op ended `info` or the producer is unusable; the thread starts a new process
 
 
 class _Outcome(Exception):
@@ -169,8 +178,14 @@ class TxnProducerThread:
                 self.stop_event.wait(1.0)
                 continue
             try:
-                while not self.stop_event.is_set() and self._one(process, producer, consumer, timeout):
-                    pass
+                while not self.stop_event.is_set():
+                    step = self._one(process, producer, consumer, timeout)
+                    if step is _Next.END:
+                        break
+                    if step is _Next.REREAD and consumer is not None:
+                        consumer = self._reread(consumer)
+                        if consumer is None:
+                            break
             finally:
                 if consumer is not None:
                     with contextlib.suppress(Exception):
@@ -178,8 +193,24 @@ class TxnProducerThread:
                 with contextlib.suppress(KafkaException):  # a fenced producer may raise its fatal error here
                     producer.flush(0)
 
-    def _one(self, process: int, producer: Producer, consumer: Consumer | None, timeout: float) -> bool:
-        """One txn op; returns whether this process may run another (not after an `info`)."""
+    def _reread(self, consumer: Consumer) -> Consumer | None:
+        """After an aborted transaction that polled: a new consumer, which starts at the offsets the group
+        committed with its last committed transaction (at read_committed librdkafka fetches them with
+        require_stable, KIP-447), so the next transaction reads again what the aborted one read, as an
+        exactly-once application must. Seeking the old consumer back did not do it: in a run of 2026-11-26 a
+        process's next transaction read on from the aborted one's position (`seek` is applied asynchronously
+        and `position()` kept the consumed position), and its committed offsets then skipped the records the
+        aborted transaction had read. None when no consumer could be made: the process ends."""
+        with contextlib.suppress(Exception):
+            consumer.close()
+        try:
+            return self._consumer()
+        except KafkaException:
+            return None
+
+    def _one(self, process: int, producer: Producer, consumer: Consumer | None, timeout: float) -> _Next:
+        """One txn op; returns what the process does next: another op, another after reading again from its
+        committed offsets (the op aborted after polling), or nothing (after an `info`)."""
         c = self.config
         keys = self.rng.sample(range(self.partitions), min(c.txn_keys, self.partitions))
         writes = [(p, next(self.values)) for p in keys]
@@ -193,6 +224,15 @@ class TxnProducerThread:
         def completion() -> list[Any]:
             sends = [["send", f"{self.topic}/{p}", [offsets.get(v), v]] for p, v in writes]
             return ([["poll", dict(read)]] if mixed else []) + sends
+
+        end_txn: dict[str, Any] = {}
+
+        def timing(ended: int) -> dict[str, Any] | None:
+            """`end_txn`: which EndTxn the op sent and how long before its completion it was asked for (ns):
+            the window in which that request was in flight (issue 14's KAFKA-17754 shape)."""
+            if not end_txn:
+                return None
+            return {"end_txn": {"result": end_txn["result"], "ns": ended - end_txn["started"]}}
 
         def on_delivery(err: KafkaError | None, msg: Message) -> None:
             value, offset = parse_payload(msg.value()), msg.offset()
@@ -225,38 +265,39 @@ class TxnProducerThread:
             if abort:
                 raise _Outcome("fail", "aborted on purpose")
             try:
+                end_txn.update(result="commit", started=time.monotonic_ns())
                 producer.commit_transaction(timeout)
             except KafkaException as err:
                 e = err.args[0] if err.args and isinstance(err.args[0], KafkaError) else None
                 if e is not None and e.txn_requires_abort():  # librdkafka: not committed; abort it
                     raise _Outcome("fail", err) from err
                 raise _Outcome("info", err) from err  # the commit may or may not have happened
+            ended = time.monotonic_ns()
             healthy = _serve_callbacks(producer)  # the commit returned: ok, even if the producer is now unusable
-            self.recorder.record(process, "ok", "txn", completion())
+            self.recorder.record(process, "ok", "txn", completion(), extra=timing(ended))
             self.counts["ok"] += 1
-            return healthy
+            return _Next.OP if healthy else _Next.END
         except _Outcome as outcome:
             type_ = outcome.type
             if type_ == "fail":
                 try:
+                    end_txn.update(result="abort", started=time.monotonic_ns())
                     producer.abort_transaction(timeout)
                 except KafkaException:
                     type_ = "info"  # the abort did not return: the transaction's end is unknown
             if not _serve_callbacks(producer):
                 type_ = "info"  # a fatal error surfaced (e.g. "Failed to end transaction"): trust no outcome
-            if mixed and consumer is not None and type_ == "fail":
-                # what the aborted transaction read is read again by the next one (its offsets were not committed)
-                with contextlib.suppress(KafkaException):
-                    committed = consumer.committed(consumer.assignment(), timeout=timeout)
-                    for tp in committed:
-                        consumer.seek(TopicPartition(tp.topic, tp.partition,
-                                                     tp.offset if tp.offset >= 0 else OFFSET_BEGINNING))
+            ended = time.monotonic_ns()
             cause = outcome.err
             self.recorder.record(process, type_, "txn", completion(),
                                  error=_error(cause) if isinstance(cause, BaseException)
-                                 else ["abort" if type_ == "fail" else "client", str(cause)])
+                                 else ["abort" if type_ == "fail" else "client", str(cause)],
+                                 extra=timing(ended))
             self.counts[type_] += 1
-            return type_ == "fail"
+            if type_ != "fail":
+                return _Next.END
+            # what the aborted transaction read is read again by the next one (its offsets were not committed)
+            return _Next.REREAD if mixed else _Next.OP
 
 
 class IsolatedConsumer(ConsumerWorkload):

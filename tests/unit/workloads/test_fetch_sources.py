@@ -12,7 +12,8 @@ class ListRecorder:
     def __init__(self) -> None:
         self.events: list[tuple[Any, ...]] = []
 
-    def record(self, process: int | str, type_: str, f: str, value: Any, error: Any = None) -> int:
+    def record(self, process: int | str, type_: str, f: str, value: Any, error: Any = None,
+               extra: Any = None) -> int:
         self.events.append((process, type_, f, value))
         return len(self.events) - 1
 
