@@ -671,6 +671,12 @@ def _consumer_order(i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: F
             f"a read_committed consumer skips records of transactions that did not commit ({KIP_98}): every "
             "skipped value is one"
         )
+    if i.get("skipped_read_in_aborted_txn"):  # issue 14
+        return _permitted(
+            "the reader read the skipped records itself, in a transaction that then aborted: a consumer's position "
+            f"is not moved back by an abort ({KIP_98}, KIP-447: only the offsets sent with the transaction "
+            "commit or abort with it), so an application re-reads by seeking to its committed offsets"
+        )
     if i.get("subscribe") or i.get("mode") == "subscribe":
         return _permitted("subscribe-mode consumer: a rebalance may move its position back or forward")
     offsets = i.get("offsets")

@@ -128,18 +128,44 @@ def with_isolation(instances: list[dict[str, Any]], txns: TxnHistory | None) -> 
 def with_uncommitted_skips(instances: list[dict[str, Any]], txns: TxnHistory | None) -> list[dict[str, Any]]:
     """On each poll-skip instance, the reader's `isolation` and `skipped_uncommitted`: every skipped value was
     written by a transaction that did not certainly commit (aborted, or of unknown outcome). A read_committed
-    consumer skips exactly such records (another reader, at read_uncommitted, put them in the version order)."""
+    consumer skips exactly such records (another reader, at read_uncommitted, put them in the version order).
+
+    Otherwise `skipped_read_in_aborted_txn` says whether each skipped value that did commit was read by the
+    same process in a transaction that did not commit, completed between the two reads: a consumer's position
+    moves on whatever it returns, committed or not, and aborting the transaction does not move it back (only
+    the offsets sent with the transaction are atomic with it, KIP-98/KIP-447); re-reading is the
+    application's job. The verdict (reference_model.verdicts) says so; Jepsen's `poll-skip` counts it."""
     if txns is None or not txns.has_transactions:
         return instances
     outcome: dict[int, tuple[str, str]] = {}
+    aborted_reads: dict[int, list[tuple[int, set[int]]]] = {}  # process → (completion time, values read)
     for t in txns.txns:
+        read: set[int] = set()
         for m in t.mops:
             if isinstance(m, list) and len(m) == 3 and m[0] == "send":
                 v = m[2][1] if isinstance(m[2], list) else m[2]
                 outcome[int(v)] = (t.f, t.type)
+            elif isinstance(m, list) and len(m) == 2 and m[0] == "poll" and isinstance(m[1], dict):
+                read.update(int(r[1]) for rs in m[1].values() if isinstance(rs, list) for r in rs
+                            if isinstance(r, list) and len(r) == 2 and isinstance(r[1], int))
+        if t.f == "txn" and t.type in ("fail", "info") and read:
+            aborted_reads.setdefault(t.process, []).append((t.complete_time, read))
     for inst in instances:
         skipped = inst.get("skipped") or []
-        inst["isolation"] = txns.isolation_of(int(inst["process"]))
-        inst["skipped_uncommitted"] = bool(skipped) and len(skipped) == int(inst.get("delta", 0)) - 1 and all(
-            outcome.get(int(v), ("", "ok")) in (("txn", "fail"), ("txn", "info")) for v in skipped)
+        process = int(inst["process"])
+        inst["isolation"] = txns.isolation_of(process)
+        whole = bool(skipped) and len(skipped) == int(inst.get("delta", 0)) - 1
+
+        def uncommitted(v: Any) -> bool:
+            return outcome.get(int(v), ("", "ok")) in (("txn", "fail"), ("txn", "info"))
+
+        inst["skipped_uncommitted"] = whole and all(uncommitted(v) for v in skipped)
+        times = inst.get("times") or []
+        if whole and not inst["skipped_uncommitted"] and len(times) == 2:
+            between: set[int] = set()
+            for done, read in aborted_reads.get(process, []):
+                if times[0] < done < times[1]:
+                    between |= read
+            # the reader itself read them, in a transaction that did not commit between the two reads
+            inst["skipped_read_in_aborted_txn"] = all(uncommitted(v) or int(v) in between for v in skipped)
     return instances

@@ -236,3 +236,29 @@ def test_a_history_without_transactions_is_read_once_with_the_same_result(tmp_pa
     assert sorted(i["isolation"] for i in read_once["anomalies"]["G1a"]) == ["read_committed", "read_uncommitted"]
     assert read_once["anomalies"] == read_twice["anomalies"] and read_once["violations"] == read_twice["violations"]
     assert read_once["not_checked"] == read_twice["not_checked"]
+
+
+def test_a_skip_over_what_the_reader_read_in_its_own_aborted_txn_is_permitted(tmp_path: Path) -> None:
+    """Process 2 reads offset 0 in a committed txn, offsets 1-2 in a txn it then aborts, and offset 3 next:
+    its position was not moved back by the abort (Kafka does not), so the skip is the application's, and the
+    model permits it; the same skip over records it never read stays a violation."""
+
+    def history(reread_in_abort: bool) -> History:
+        h = History()
+        h.txn(1, *sends((K, 1, 0), (K, 2, 1), (K, 3, 2), (K, 4, 3)))
+        h.event(2, "invoke", "txn", [["poll"]])
+        h.event(2, "ok", "txn", [["poll", {K: [[0, 1]]}]])
+        h.event(2, "invoke", "txn", [["poll"]])
+        h.event(2, "fail", "txn", [["poll", {K: [[1, 2], [2, 3]] if reread_in_abort else []}]])
+        h.event(2, "invoke", "txn", [["poll"]])
+        h.event(2, "ok", "txn", [["poll", {K: [[3, 4]]}]])
+        h.poll(5, {K: [(0, 1), (1, 2), (2, 3), (3, 4)]})
+        return h
+
+    r = check(history(True), tmp_path / "read")
+    (skip,) = [i for i in r["anomalies"]["poll-skip"] if i["process"] == 2]
+    assert skip["skipped"] == [2, 3] and skip["skipped_read_in_aborted_txn"], skip
+    assert skip["verdict"] == "permitted" and "aborted" in skip["reason"]
+    r = check(history(False), tmp_path / "unread")
+    (skip,) = [i for i in r["anomalies"]["poll-skip"] if i["process"] == 2]
+    assert not skip["skipped_read_in_aborted_txn"] and skip["verdict"] == "violation", skip
