@@ -738,6 +738,13 @@ def _vanished_read(_i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: F
 #   cycles through an append that preceded a commit, are permitted. What the log does forbid is a cycle whose
 #   every step is forced in time (`_cycle_forced`).
 KIP_98 = "KIP-98"
+KAFKA_17754 = (
+    "KAFKA-17754 (Jepsen, Bufstream 0.1.0): transaction protocol v1 orders nothing across connections, so a request "
+    "held back on a slowed client link — an EndTxn, or a Produce — can end or join a later transaction of the same "
+    "producer epoch; KIP-890's fix (an epoch bump per transaction: transaction.version=2, Kafka 4.0+) needs a client "
+    "that speaks it, and librdkafka, kafka-chaos's client, does not (confluentinc/librdkafka#5423), so the hazard is "
+    "the same on every Kafka version here"
+)
 
 
 def _writer_txn(i: Mapping[str, Any]) -> bool:
@@ -751,6 +758,8 @@ def _g1a(i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: FaultSummary
             f"the reader is read_uncommitted, which returns aborted transactions' records ({KIP_98}; consumer "
             "config isolation.level)"
         )
+    if _writer_txn(i) and faults.link_faults:
+        return _permitted(f"an aborted transaction's record committed under a client-link fault: {KAFKA_17754}")
     if _writer_txn(i):
         return _violation(
             f"a read_committed consumer returned a record of an aborted transaction: {KIP_98} promises it only "
@@ -807,6 +816,8 @@ def _cycle(i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: FaultSumma
     if faults.unclean_election or cfg.unclean:
         return _permitted("an unclean leader election may truncate a log and reuse its offsets, which can order "
                           "versions against time")
+    if faults.link_faults:
+        return _permitted(f"a transaction torn by a delayed request under a client-link fault: {KAFKA_17754}")
     return _violation(
         f"every step of this cycle is forced in time ({KIP_98}: a committed transaction's records precede its "
         "commit marker, and a read_committed reader sees them only after it), so it orders a transaction "

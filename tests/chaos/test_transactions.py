@@ -129,3 +129,49 @@ def test_transactions_through_a_frozen_coordinator_or_a_dying_partition_leader(
     assert len(hits) == 2 and all(k["value"]["nodes"] for k in hits), hits
     assert any(in_flight(result, k["time"]) for k in hits), "no transaction was open when the faults struck"
     assert_kip_98_kept(result, kind)
+
+
+LATENCY = {"kind": "latency", "target": "txn-coordinator", "latency_ms": 1500, "jitter_ms": 1000, "duration_s": 6}
+
+
+def end_txns_in_flight(result: RunResult, start: int, end: int) -> list[dict[str, Any]]:
+    """The txn completions whose EndTxn (commit or abort: the workload's `end_txn`) was asked for before `end`
+    and answered after `start`: the requests a fault in [start, end] could hold back."""
+    return [e for e in events(result) if e["f"] == "txn" and e["type"] != "invoke" and "end_txn" in e
+            and e["time"] - e["end_txn"]["ns"] <= end and e["time"] >= start]
+
+
+@pytest.mark.parametrize("version", [pytest.param(None, id="default"), "4.0.1"])
+def test_kafka_17754_shape_delayed_end_txn_on_the_coordinators_link(chaos_run, version: str | None) -> None:
+    """KAFKA-17754's shape: the transaction coordinator's client link slowed (1.5 s ± 1 s, each connection
+    its own delays, so a retried request can overtake the one it retries) twice while commits run, same seed
+    on 4.0.1 and the default version. librdkafka speaks transaction protocol v1 on both (KIP-890's per-
+    transaction epoch bump is not in it: confluentinc/librdkafka#5423), so the model's expectation is the same
+    for both: an aborted record seen at read_committed or a torn transaction is *permitted* (KAFKA-17754), and
+    anything else KIP-98 forbids is a violation. The test asserts that expectation and that the schedule came
+    close — EndTxn requests in flight inside the slowed windows — and prints what each version showed; it does
+    not require the bug to appear."""
+    scenario = {**BASE, "name": "txn-kafka-17754", "duration_s": 25, "seed": 17754,
+                "cluster": {"nodes": 3, "toxiproxy": True, **({"kafka_version": version} if version else {})},
+                "faults": {"schedule": [{**LATENCY, "at_s": 4}, {**LATENCY, "at_s": 14}]}}
+    result = chaos_run(scenario)
+    r = result.results
+    slowed = nemesis(result, "latency")
+    heals = nemesis(result, "heal-link")
+    assert len(slowed) == 2 and len(heals) == 2 and all(k["value"]["nodes"] for k in slowed), slowed
+    windows = [(k["time"], h["time"]) for k, h in zip(slowed, heals, strict=True)]
+    in_flight = [end_txns_in_flight(result, start, end) for start, end in windows]
+    at_start = [len(end_txns_in_flight(result, start, start)) for start, _ in windows]
+    outcomes = [dict(Counter((e["end_txn"]["result"], e["type"]) for e in txns)) for txns in in_flight]
+    found = Counter((name, i.get("isolation", ""), i["verdict"]) for name, insts in r["anomalies"].items()
+                    for i in insts)
+    print(f"KAFKA-17754 shape on {version or 'the default version'}: txn ops {txn_ops(result)}; coordinator "
+          f"{[k['value']['nodes'] for k in slowed]}; EndTxn in flight at each slowing {at_start}, inside each "
+          f"window (EndTxn result, op type) {outcomes}; anomalies (name, isolation, verdict) {dict(found)}")
+    assert all(in_flight), "no EndTxn was in flight while the coordinator's link was slowed: the shape was missed"
+    # the model's expectation on this version: KAFKA-17754's effects permitted, every other promise of KIP-98 kept
+    for inst in r["anomalies"].get("G1a", []):
+        if inst.get("isolation") == "read_committed":
+            assert inst["verdict"] == "permitted" and "KAFKA-17754" in inst["reason"], inst
+    assert not r["violations"], r["violations"][:3]
+    assert "not_checked" not in r and r["complete"]
