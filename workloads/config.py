@@ -42,6 +42,9 @@ class WorkloadConfig(BaseModel):
     txn_abort_share: float = Field(0.1, ge=0, le=1, description="txn: share of transactions aborted on purpose")
     txn_mixed_share: float = Field(0.3, ge=0, le=1,
                                    description="txn: share that poll and send in one transaction (offsets in it)")
+    txn_socket_timeout_ms: int | None = Field(
+        None, ge=100, description="txn: the producer's socket.timeout.ms, the timeout of its requests other than "
+        "Produce (EndTxn, AddPartitionsToTxn), after which librdkafka sends them again; unset: librdkafka's 60 s")
     txn_isolation: list[Literal["read_committed", "read_uncommitted"]] = Field(
         ["read_committed", "read_uncommitted"],
         description="txn: one standalone consumer per isolation level")

@@ -134,7 +134,9 @@ class TxnProducerThread:
 
     def _producer(self) -> Producer:
         c = self.config
+        socket_timeout = {"socket.timeout.ms": c.txn_socket_timeout_ms} if c.txn_socket_timeout_ms else {}
         return Producer({
+            **socket_timeout,
             "bootstrap.servers": self.bootstrap,
             "transactional.id": transactional_id(self.topic, self.thread),
             "transaction.timeout.ms": TXN_TIMEOUT_MS,

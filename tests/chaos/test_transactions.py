@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from typing import Any
 
 import pytest
 
+from kafka_chaos.cluster.logs import client_logger
 from kafka_chaos.harness.run import RunResult
 
 from .conftest import events, nemesis
@@ -131,7 +133,10 @@ def test_transactions_through_a_frozen_coordinator_or_a_dying_partition_leader(
     assert_kip_98_kept(result, kind)
 
 
-LATENCY = {"kind": "latency", "target": "txn-coordinator", "latency_ms": 1500, "jitter_ms": 1000, "duration_s": 6}
+LATENCY = {"kind": "latency", "target": "txn-coordinator", "latency_ms": 2000, "jitter_ms": 1900, "duration_s": 8}
+"""0.1-3.9 s each way, drawn per chunk and per connection: above the producer's 3 s request timeout often enough
+that librdkafka sends EndTxn again on a new connection while the first copy is still held back, and the copies
+can arrive in either order."""
 
 
 def end_txns_in_flight(result: RunResult, start: int, end: int) -> list[dict[str, Any]]:
@@ -141,20 +146,41 @@ def end_txns_in_flight(result: RunResult, start: int, end: int) -> list[dict[str
             and e["time"] - e["end_txn"]["ns"] <= end and e["time"] >= start]
 
 
+class _ClientLog(logging.Handler):
+    """librdkafka's log lines of a run (the workload's clients log to `client_logger()`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
 @pytest.mark.parametrize("version", [pytest.param(None, id="default"), "4.0.1"])
 def test_kafka_17754_shape_delayed_end_txn_on_the_coordinators_link(chaos_run, version: str | None) -> None:
-    """KAFKA-17754's shape: the transaction coordinator's client link slowed (1.5 s ± 1 s, each connection
-    its own delays, so a retried request can overtake the one it retries) twice while commits run, same seed
-    on 4.0.1 and the default version. librdkafka speaks transaction protocol v1 on both (KIP-890's per-
-    transaction epoch bump is not in it: confluentinc/librdkafka#5423), so the model's expectation is the same
-    for both: an aborted record seen at read_committed or a torn transaction is *permitted* (KAFKA-17754), and
-    anything else KIP-98 forbids is a violation. The test asserts that expectation and that the schedule came
-    close — EndTxn requests in flight inside the slowed windows — and prints what each version showed; it does
-    not require the bug to appear."""
-    scenario = {**BASE, "name": "txn-kafka-17754", "duration_s": 25, "seed": 17754,
+    """KAFKA-17754's shape: the transaction coordinator's client link slowed twice while commits run, with the
+    producers' request timeout (3 s) inside the delays' range so that EndTxn is sent again while its first copy
+    is held back; same seed on 4.0.1 and the default version. librdkafka speaks transaction protocol v1 on both
+    (KIP-890's per-transaction epoch bump is not in it: confluentinc/librdkafka#5423), so the model's
+    expectation is the same for both: an aborted record seen at read_committed or a torn transaction is
+    *permitted* (KAFKA-17754), anything else KIP-98 forbids is a violation. The test asserts that expectation
+    and that the schedule came close — EndTxn in flight inside the slowed windows, and EndTxn requests that
+    timed out and went again (librdkafka's log) — and prints what each version showed; it does not require
+    the bug to appear."""
+    scenario = {**BASE, "name": "txn-kafka-17754", "duration_s": 30, "seed": 17754,
                 "cluster": {"nodes": 3, "toxiproxy": True, **({"kafka_version": version} if version else {})},
-                "faults": {"schedule": [{**LATENCY, "at_s": 4}, {**LATENCY, "at_s": 14}]}}
-    result = chaos_run(scenario)
+                "workload": {**BASE["workload"], "txn_socket_timeout_ms": 3000},
+                "faults": {"schedule": [{**LATENCY, "at_s": 4}, {**LATENCY, "at_s": 17}]}}
+    log, client_log = _ClientLog(), client_logger()
+    level = client_log.level
+    client_log.addHandler(log)
+    client_log.setLevel(logging.INFO)  # librdkafka logs a request's timeout (REQTMOUT) at info
+    try:
+        result = chaos_run(scenario)
+    finally:
+        client_log.removeHandler(log)
+        client_log.setLevel(level)
     r = result.results
     slowed = nemesis(result, "latency")
     heals = nemesis(result, "heal-link")
@@ -163,11 +189,16 @@ def test_kafka_17754_shape_delayed_end_txn_on_the_coordinators_link(chaos_run, v
     in_flight = [end_txns_in_flight(result, start, end) for start, end in windows]
     at_start = [len(end_txns_in_flight(result, start, start)) for start, _ in windows]
     outcomes = [dict(Counter((e["end_txn"]["result"], e["type"]) for e in txns)) for txns in in_flight]
+    # librdkafka names the coordinator's connection TxnCoordinator: its requests that timed out, by name
+    timed_out = Counter(line.split("Timed out ", 1)[1].split(" ", 1)[0] for line in log.lines
+                        if "Timed out " in line and "Request in flight" in line and "Txn" in line)
     found = Counter((name, i.get("isolation", ""), i["verdict"]) for name, insts in r["anomalies"].items()
                     for i in insts)
     print(f"KAFKA-17754 shape on {version or 'the default version'}: txn ops {txn_ops(result)}; coordinator "
           f"{[k['value']['nodes'] for k in slowed]}; EndTxn in flight at each slowing {at_start}, inside each "
-          f"window (EndTxn result, op type) {outcomes}; anomalies (name, isolation, verdict) {dict(found)}")
+          f"window (EndTxn result, op type) {outcomes}; requests to the coordinator that timed out and went "
+          f"again {dict(timed_out)}; "
+          f"anomalies (name, isolation, verdict) {dict(found)}")
     assert all(in_flight), "no EndTxn was in flight while the coordinator's link was slowed: the shape was missed"
     # the model's expectation on this version: KAFKA-17754's effects permitted, every other promise of KIP-98 kept
     for inst in r["anomalies"].get("G1a", []):
