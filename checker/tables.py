@@ -339,7 +339,7 @@ class _Ops:
         self.spill()
         if not self.chunks:
             return OPS_SCHEMA.empty_table()
-        return pa.concat_tables(self.chunks).combine_chunks() if len(self.chunks) > 1 else self.chunks[0]
+        return pa.concat_tables(self.chunks)  # chunked: only written to Parquet, so no copy into one chunk
 
 
 def history_to_tables(path: Path | str) -> HistoryTables:
