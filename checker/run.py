@@ -76,6 +76,56 @@ def check_run(run_dir: Path, *, write: bool = True, config: Any = None) -> dict[
     return result
 
 
+BYTES_PER_LINE = 300
+"""Peak memory of `kafka-chaos check` per history line, measured (bench/checker_speed.py --end-to-end): 10^6
+lines 525 MB, 10^7 lines 2.9 GB, less the ~150 MB its imports take."""
+BASE_BYTES = 200 << 20
+SAMPLE_BYTES = 1 << 20
+
+
+class HistoryTooLarge(HistoryError):
+    """Checking the history in this process would need more memory than the machine has available."""
+
+
+def estimate_check(history: Path) -> tuple[int, int]:
+    """(lines, bytes of memory) `check_run` would need for `history`, from its size and the line length of its
+    first MiB: what the check can tell before reading it."""
+    size = history.stat().st_size
+    with history.open("rb") as fh:
+        sample = fh.read(SAMPLE_BYTES)
+    lines = round(size * max(1, sample.count(b"\n")) / max(1, len(sample)))
+    return lines, BASE_BYTES + BYTES_PER_LINE * lines
+
+
+def available_memory() -> int | None:
+    """Bytes the kernel says are available (MemAvailable, Linux), None where it does not say."""
+    try:
+        with open("/proc/meminfo", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def refuse_if_too_large(run_dir: Path) -> None:
+    """Raise HistoryTooLarge (exit 2) before parsing when the history's estimated need exceeds the available
+    memory, naming the Spark command that reconciles it instead (README, "Spark at scale")."""
+    history = run_dir / HISTORY_FILE if run_dir.is_dir() else run_dir
+    avail = available_memory()
+    if avail is None or not history.is_file():
+        return
+    lines, need = estimate_check(history)
+    if need > avail:
+        raise HistoryTooLarge(
+            f"{history}: about {lines:,} lines; checking them in one process needs about {need / 2**30:.1f} GiB of "
+            f"memory and {avail / 2**30:.1f} GiB is available. Reconcile the run with Spark instead:\n"
+            f"  kafka-chaos reconcile --engine spark {run_dir}\n"
+            "or pass --force to check it here anyway."
+        )
+
+
 def _transactions(history: Path, meta: HistoryMeta) -> TxnHistory:
     """The history's transactions for the cycle search. Only a history with `txn` ops is read a second time
     (the cycle graph needs every op as a transaction); for the others the first pass already has all that the

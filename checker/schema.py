@@ -47,6 +47,19 @@ EXTRA_READS_SCHEMA = pa.schema(
 """Poll records that are not in POLLS_SCHEMA's table but that Jepsen's rules read (checker.tables.PollExtras):
 the checker derives them from history.jsonl each time; they are not written to Parquet."""
 
+OPS_SCHEMA = pa.schema(
+    [
+        pa.field("index", pa.int64(), nullable=False),  # index of the completion event in history.jsonl
+        pa.field("f", pa.string(), nullable=False),
+        pa.field("type", pa.string(), nullable=False),  # ok | fail | info
+        pa.field("time", pa.int64(), nullable=False),  # completion time, ns since run start
+        pa.field("invoke_index", pa.int64(), nullable=True),  # null when no invoke preceded it
+        pa.field("invoke_time", pa.int64(), nullable=True),
+    ]
+)
+"""Every completed client op, in history order (checker.tables.HistoryMeta.ops): what the report draws
+(throughput, send latency) and how it finds the lines an anomaly cites, without reading history.jsonl again."""
+
 # Jepsen's Kafka-workload anomaly names (jepsen.tests.kafka), and whether each is bad by default.
 ANOMALIES_BAD_BY_DEFAULT: dict[str, bool] = {
     "lost-write": True,

@@ -47,9 +47,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from kafka_chaos.checker.schema import EXTRA_READS_SCHEMA, POLLS_SCHEMA, SENDS_SCHEMA
+from kafka_chaos.checker.schema import EXTRA_READS_SCHEMA, OPS_SCHEMA, POLLS_SCHEMA, SENDS_SCHEMA
 from kafka_chaos.errors import HistoryError
-from kafka_chaos.rundir import HISTORY_FILE, POLLS_FILE, SENDS_FILE, STATE_FILE
+from kafka_chaos.rundir import HISTORY_FILE, OPS_FILE, POLLS_FILE, SENDS_FILE, STATE_FILE
 
 CLIENT_OP_FS = ("send", "poll", "txn")
 OP_TYPES = frozenset(("invoke", "ok", "fail", "info"))
@@ -99,6 +99,8 @@ class NemesisEvent:
     value: Any
     error: Any = None
     """The nemesis's error, when the fault (or heal) failed (it may still have done something)."""
+    process: str = "nemesis"
+    """`nemesis`, or `operator` for an operation's steps (recorded like faults)."""
 
 
 @dataclass(frozen=True)
@@ -133,6 +135,12 @@ class HistoryMeta:
     """Records ok polls returned without an offset: read, but at no known place in the log (PollExtras)."""
     isolation: dict[int, str] = field(default_factory=dict)
     """Each reader's isolation level, as its `assign` said (checker.anomalies.cycles.TxnHistory.isolation)."""
+    ops: pa.Table = field(default_factory=lambda: OPS_SCHEMA.empty_table(), repr=False)
+    """OPS_SCHEMA: every completed client op, in history order (what the report draws, `ops.parquet`)."""
+    fetch_from: tuple[dict[str, Any], ...] = ()
+    """The harness's `fetch-from` events (which replica a rack-aware consumer reads from), with their `time`."""
+    unfinished: dict[str, int] = field(default_factory=dict)
+    """Invokes never completed, by f: those pending at the end and those a process's next invoke replaced."""
 
     @property
     def has_transactions(self) -> bool:
@@ -242,6 +250,7 @@ class _Columns:
         self.offset: list[Any] = []
         self.chunks: list[pa.Table] = []
 
+
     def _lists(self) -> list[list[Any]]:
         return [self.n, self.process, self.op, self.type, self.time, self.complete, self.key, self.value,
                 self.offset]  # fmt: skip
@@ -297,6 +306,42 @@ class _Columns:
         return pa.Table.from_arrays(cols, schema=POLLS_SCHEMA)
 
 
+class _Ops:
+    """Every completed client op (OPS_SCHEMA), accumulated as lists and moved into Arrow with the columns."""
+
+    def __init__(self) -> None:
+        self.kinds: dict[tuple[Any, Any], int] = {}  # (f, type) → its code, in first-seen order
+        self.kind: list[int] = []
+        self.index: list[int] = []
+        self.time: list[int] = []
+        self.invoke_index: list[int | None] = []
+        self.invoke_time: list[int | None] = []
+        self.chunks: list[pa.Table] = []
+
+    def spill(self) -> None:
+        if not self.kind:
+            return
+        names = list(self.kinds)
+        code = pa.array(np.fromiter(self.kind, dtype=np.int32, count=len(self.kind)))
+        cols = [
+            _ints(self.index, "index"),
+            pa.DictionaryArray.from_arrays(code, _strings([f for f, _ in names])).cast(pa.string()),
+            pa.DictionaryArray.from_arrays(code, _strings([t for _, t in names])).cast(pa.string()),
+            _ints(self.time, "time"),
+            _ints(self.invoke_index, "index"),
+            _ints(self.invoke_time, "time"),
+        ]
+        self.chunks.append(pa.Table.from_arrays(cols, schema=OPS_SCHEMA))
+        for xs in (self.kind, self.index, self.time, self.invoke_index, self.invoke_time):
+            xs.clear()
+
+    def table(self) -> pa.Table:
+        self.spill()
+        if not self.chunks:
+            return OPS_SCHEMA.empty_table()
+        return pa.concat_tables(self.chunks)  # chunked: only written to Parquet, so no copy into one chunk
+
+
 def history_to_tables(path: Path | str) -> HistoryTables:
     """Read `history.jsonl` (or a run directory holding one) into the sends and polls tables.
 
@@ -331,7 +376,12 @@ def _parse(lines: Iterable[bytes], *, source: str) -> HistoryTables:
     loads = _LOADS
     spill_mask = SPILL_EVERY - 1
     truncated = False
-    sends, polls = _Columns(), _Columns()
+    sends, polls, ops = _Columns(), _Columns(), _Ops()
+    kinds = ops.kinds
+    o_kind, o_index, o_time, o_inv, o_inv_time = (ops.kind.append, ops.index.append, ops.time.append,
+                                                  ops.invoke_index.append, ops.invoke_time.append)
+    fetch_from: list[dict[str, Any]] = []
+    abandoned: list[str] = []
     s_n, s_proc, s_op, s_type, s_time, s_comp = (
         sends.n.append,
         sends.process.append,
@@ -455,17 +505,32 @@ def _parse(lines: Iterable[bytes], *, source: str) -> HistoryTables:
             if not lineno & spill_mask:
                 sends.spill(sends.sends_table)
                 polls.spill(polls.polls_table)
+                ops.spill()
             proc = o["process"]
             t = o["time"]  # events are in time order: the last t is the end
             if type(proc) is int:
                 typ = o["type"]
                 if typ == "invoke":
+                    if proc in pending:  # its previous op never completed (the report counts it)
+                        abandoned.append(str(pending[proc].get("f")))
                     pending[proc] = o
                     continue
                 if typ not in OP_TYPES:
                     raise _Unexpected(f"type {typ!r}: a client op's type is one of invoke, ok, fail, info")
                 f = o["f"]
                 inv = pending.pop(proc, None)
+                kind = kinds.get((f, typ))
+                if kind is None:
+                    kind = kinds[(f, typ)] = len(kinds)
+                o_kind(kind)
+                o_index(o.get("index", lineno - 1))
+                o_time(t)
+                if inv is None:
+                    o_inv(None)
+                    o_inv_time(None)
+                else:
+                    o_inv(inv.get("index", lineno - 1))
+                    o_inv_time(inv["time"])
                 if f == "send":
                     send_type(typ)  # counted at the end: cheaper than a dict update per op
                 else:
@@ -532,6 +597,7 @@ def _parse(lines: Iterable[bytes], *, source: str) -> HistoryTables:
                         f=str(o.get("f")),
                         value=o.get("value"),
                         error=o.get("error"),
+                        process=proc,
                     )
                 )
             elif proc == "harness":
@@ -540,6 +606,9 @@ def _parse(lines: Iterable[bytes], *, source: str) -> HistoryTables:
                     drain = o.get("value") is True
                 elif f == "drain-start":
                     drain_start = t
+                elif f == "fetch-from" and isinstance(o.get("value"), dict):
+                    fetch_from.append({**o["value"], "time": t})
+                    ignored += 1  # kept for the report only: the checks do not read it
                 elif f == "run-start":
                     v = o.get("value")
                     run_start = v if isinstance(v, dict) else {"value": v}
@@ -596,6 +665,9 @@ def _parse(lines: Iterable[bytes], *, source: str) -> HistoryTables:
         ignored=ignored,
         unplaced_records=dropped,
         isolation=isolation,
+        ops=ops.table(),
+        fetch_from=tuple(fetch_from),
+        unfinished=dict(Counter([*abandoned, *(str(inv.get("f")) for inv in pending.values())])),
     )
     sends_table = sends.table(sends.sends_table)
     ops = sends_table.column("op_index").to_numpy()
@@ -627,13 +699,41 @@ def _damaged(source: str, lineno: int, e: Exception) -> HistoryError:
     )
 
 
+OPS_SUMMARY_KEY = b"kafka-chaos.history"
+"""`ops.parquet`'s metadata key: history_summary as JSON."""
+
+
 def write_tables(tables: HistoryTables, run_dir: Path | str) -> tuple[Path, Path]:
-    """Write `sends.parquet` and `polls.parquet` into `run_dir`; return their paths."""
+    """Write `sends.parquet`, `polls.parquet` and `ops.parquet` (with history_summary in its metadata) into
+    `run_dir`; return the first two's paths."""
     run_dir = Path(run_dir)
     sends_path, polls_path = run_dir / SENDS_FILE, run_dir / POLLS_FILE
     pq.write_table(tables.sends, sends_path)
     pq.write_table(tables.polls, polls_path)
+    summary = json.dumps(history_summary(tables.meta, run_dir / HISTORY_FILE), default=str).encode()
+    ops = tables.meta.ops
+    pq.write_table(ops.replace_schema_metadata({**(ops.schema.metadata or {}), OPS_SUMMARY_KEY: summary}),
+                   run_dir / OPS_FILE)
     return sends_path, polls_path
+
+
+def history_summary(meta: HistoryMeta, history: Path) -> dict[str, Any]:
+    """What the report reads of a history besides its ops (report.data.HistoryScan), and which file it came
+    from (size and mtime: a history rewritten since is read again)."""
+    st = history.stat() if history.is_file() else None
+    return {
+        "history": {"size": st.st_size, "mtime_ns": st.st_mtime_ns} if st else None,
+        "events": meta.events,
+        "end_time": meta.end_time,
+        "truncated": meta.truncated,
+        "run_start": meta.run_start,
+        "drain_complete": meta.drain_complete,
+        "drain_start": meta.drain_start,
+        "nemesis": [{"index": e.index, "time": e.time, "type": e.type, "f": e.f, "value": e.value, "error": e.error}
+                    for e in meta.nemesis if e.process == "nemesis"],
+        "fetch_from": list(meta.fetch_from),
+        "unfinished": meta.unfinished,
+    }
 
 
 def read_tables(run_dir: Path | str) -> tuple[pa.Table, pa.Table]:

@@ -190,8 +190,11 @@ def check(
                                              "<DIR>/kafka-chaos)")] = None,
     config: Annotated[Path | None, typer.Option(help="With --from jepsen: a scenario TOML saying the cluster's "
                                                 "configuration, for the model's verdicts")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Check even a history too large for this machine's "
+                                        "memory (by default refused, naming the Spark command instead)")] = False,
 ) -> None:
     """Check a stored history (also one cut short); writes results.json. Exit 1 on violations."""
+    from kafka_chaos.checker.run import refuse_if_too_large
     from kafka_chaos.harness.run import check_run_dir
 
     if source not in ("kafka-chaos", "jepsen"):
@@ -205,6 +208,8 @@ def check(
     elif out is not None or config is not None:
         raise typer.BadParameter("--out and --config go with --from jepsen; a kafka-chaos run folder is "
                                  "checked in place, with the configuration its history records")
+    if not force:
+        refuse_if_too_large(run_dir)
     results = check_run_dir(run_dir)
     if as_json:
         print(json.dumps(results, indent=2, default=str))

@@ -17,6 +17,7 @@ HISTORY_FILE = "history.jsonl"  # Jepsen-style history, one event per line
 STATE_FILE = "state.jsonl"  # the observer's partition-state samples
 SENDS_FILE = "sends.parquet"  # the history's sends as a table
 POLLS_FILE = "polls.parquet"  # the history's polled records as a table
+OPS_FILE = "ops.parquet"  # the history's completed client ops (what the report draws)
 RESULTS_FILE = "results.json"  # the checker's RunResults
 REPORT_FILE = "report.html"
 JUNIT_FILE = "junit.xml"
@@ -53,6 +54,10 @@ class RunDir:
     @property
     def polls(self) -> Path:
         return self.path / POLLS_FILE
+
+    @property
+    def ops(self) -> Path:
+        return self.path / OPS_FILE
 
     @property
     def results(self) -> Path:

@@ -1,5 +1,10 @@
-"""What the report reads from a run's folder (docs/architecture.md §2): results.json, the history (streamed once,
-only for the per-second series and the ops the anomaly tables cite), state.jsonl, the resolved scenario, logs.
+"""What the report reads from a run's folder (docs/architecture.md §2): results.json, the history, state.jsonl, the
+resolved scenario, logs.
+
+The history comes from `ops.parquet`, which `kafka-chaos check` derives in its one pass over history.jsonl
+(checker.tables.OPS_SCHEMA, with the rest of HistoryScan in its metadata): the per-second series from the ops,
+and only the lines the anomaly tables cite read from history.jsonl, found by their index. Without that file, or
+when history.jsonl changed since, history.jsonl is streamed once instead (`scan_history`).
 
 Every file is optional: `load_run` gathers what exists into a `RunData` and says what is missing.
 """
@@ -15,11 +20,16 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from pydantic import ValidationError
 
 from kafka_chaos.checker.results import RunResults
 from kafka_chaos.errors import KafkaChaosError
-from kafka_chaos.rundir import HISTORY_FILE, LOGS_DIR, RESULTS_FILE, SCENARIO_FILE, STATE_FILE, RunDir
+from kafka_chaos.rundir import HISTORY_FILE, LOGS_DIR, OPS_FILE, RESULTS_FILE, SCENARIO_FILE, STATE_FILE, RunDir
 
 DEFAULT_MAX_INSTANCES = 20
 MAX_OPS_SHOWN = 6
@@ -77,7 +87,9 @@ class HistoryScan:
     counts: Counter[tuple[str, str, int]] = field(default_factory=Counter)
     """(f, type, second) → completed client ops."""
     latency: dict[int, list[int]] = field(default_factory=lambda: defaultdict(list))
-    """second → send latencies (ns) of the sends that completed then."""
+    """second → send latencies (ns) of the sends that completed then (`scan_history` only)."""
+    latency_percentiles: dict[int, tuple[int, int, int]] = field(default_factory=dict)
+    """second → (p50, p99, max) of those send latencies, ns (what the timeline draws)."""
     unfinished: Counter[str] = field(default_factory=Counter)
     lines: dict[int, OpLine] = field(default_factory=dict)
     """Cited lines by history index."""
@@ -193,7 +205,105 @@ def scan_history(path: Path, wanted: Iterable[int] = ()) -> HistoryScan:
         scan.cut_last_line = True
         bad.pop()
     scan.bad_lines = bad
+    if latency:
+        secs = np.fromiter((s for s, v in latency.items() for _ in v), dtype=np.int64)
+        waits = np.fromiter((x for v in latency.values() for x in v), dtype=np.int64)
+        scan.latency_percentiles = latency_percentiles(secs, waits)
     return scan
+
+
+def latency_percentiles(secs: npt.NDArray[np.int64], waits: npt.NDArray[np.int64]) -> dict[int, tuple[int, int, int]]:
+    """Per second: p50, p99 and max of the latencies, a percentile being the ceil(q·n)-th smallest value."""
+    order = np.lexsort((waits, secs))
+    secs, waits = secs[order], waits[order]
+    first = np.flatnonzero(np.r_[True, secs[1:] != secs[:-1]])
+    n = np.diff(np.r_[first, len(secs)])
+
+    def at(q: float) -> list[int]:
+        k = np.clip(np.ceil(q * n).astype(np.int64) - 1, 0, n - 1)
+        return [int(x) for x in waits[first + k]]
+
+    return dict(zip((int(s) for s in secs[first]), zip(at(0.5), at(0.99), at(1.0), strict=True), strict=True))
+
+
+def scan_ops(run_dir: Path, wanted: Iterable[int] = ()) -> HistoryScan | None:
+    """`scan_history`'s result from `ops.parquet` (see the module docstring), reading history.jsonl only for the
+    lines `wanted` cites; None when the file is missing, unreadable, or older than history.jsonl, or when a cited
+    line is not where its index says (a history whose indexes are not its line numbers)."""
+    path, history = run_dir / OPS_FILE, run_dir / HISTORY_FILE
+    try:
+        ops = pq.read_table(path)
+        summary = json.loads((ops.schema.metadata or {})[b"kafka-chaos.history"])
+        st = history.stat()
+    except (OSError, KeyError, ValueError, pa.ArrowException):
+        return None
+    if summary.get("history") != {"size": st.st_size, "mtime_ns": st.st_mtime_ns}:
+        return None
+    scan = HistoryScan(present=True, events=summary["events"], end_time=summary["end_time"],
+                       cut_last_line=summary["truncated"], run_start=summary["run_start"],
+                       drain_complete=summary["drain_complete"], drain_start=summary["drain_start"],
+                       nemesis=summary["nemesis"], fetch_from=summary["fetch_from"],
+                       unfinished=Counter(summary["unfinished"]))
+    time = ops.column("time").to_numpy()
+    secs = time // BUCKET_NS
+    grouped = pa.table({"f": ops.column("f"), "type": ops.column("type"), "sec": secs}).group_by(
+        ["f", "type", "sec"]).aggregate([([], "count_all")])
+    scan.counts.update(dict(zip(zip(grouped.column("f").to_pylist(), grouped.column("type").to_pylist(),
+                                    grouped.column("sec").to_pylist(), strict=True),
+                                grouped.column("count_all").to_pylist(), strict=True)))
+    sends = np.asarray(pc.and_(pc.equal(ops.column("f"), "send"), pc.is_valid(ops.column("invoke_time")))
+                       .to_numpy(zero_copy_only=False), dtype=bool)
+    if sends.any():
+        waits = time[sends] - pc.fill_null(ops.column("invoke_time"), 0).to_numpy()[sends]
+        scan.latency_percentiles = latency_percentiles(secs[sends], waits)
+    want = set(wanted)
+    if want:
+        index = ops.column("index").to_numpy()
+        invoke = pc.fill_null(ops.column("invoke_index"), -1).to_numpy()
+        cited = np.isin(index, list(want)) | np.isin(invoke, list(want))
+        for done, inv in zip(index[cited].tolist(), invoke[cited].tolist(), strict=True):
+            if inv >= 0:
+                scan.partner[done], scan.partner[inv] = inv, done
+        found = _lines_at(history, [i + 1 for i in sorted(want | set(scan.partner))])
+        for lineno, line in found.items():
+            try:
+                ev = _loads(line)
+            except ValueError:
+                continue
+            if not isinstance(ev, dict) or ev.get("index", lineno - 1) != lineno - 1:
+                return None
+            if ev.get("process") != "harness":  # as scan_history: the harness's events are not ops
+                scan.lines[lineno - 1] = _op_line(ev, lineno - 1, lineno, line)
+    return scan
+
+
+def _lines_at(path: Path, linenos: list[int]) -> dict[int, bytes]:
+    """The lines at these (sorted, 1-based) numbers, found by counting newlines block by block, not by
+    decoding the file."""
+    out: dict[int, bytes] = {}
+    i, line, carry = 0, 1, b""  # line: the number of the line that starts `carry`
+    with path.open("rb") as fh:
+        while i < len(linenos):
+            block = fh.read(1 << 23)
+            if not block:
+                break
+            data = carry + block
+            n = data.count(b"\n")
+            if linenos[i] >= line + n:
+                carry = data[data.rfind(b"\n") + 1 :]
+                line += n
+                continue
+            ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
+            starts = np.r_[0, ends + 1]
+            while i < len(linenos) and linenos[i] < line + n:
+                k = linenos[i] - line
+                out[linenos[i]] = data[int(starts[k]) : int(ends[k]) + 1]
+                i += 1
+            carry = data[int(ends[-1]) + 1 :]
+            line += n
+    if i < len(linenos) and carry and linenos[i] == line:  # a last line without its newline
+        out[line] = carry
+    return out
 
 
 @dataclass(frozen=True)
@@ -492,7 +602,8 @@ def load_run(run_dir: Path, *, max_instances: int = DEFAULT_MAX_INSTANCES) -> Ru
     if not run_dir.is_dir():
         raise KafkaChaosError(f"no run directory at {run_dir}: pass a results/<run>/ directory")
     results, results_error = _read_results(run_dir / RESULTS_FILE)
-    history = scan_history(run_dir / HISTORY_FILE, _cited_ops(results, max_instances))
+    cited = _cited_ops(results, max_instances)
+    history = scan_ops(run_dir, cited) or scan_history(run_dir / HISTORY_FILE, cited)
     state = scan_state(run_dir / STATE_FILE)
 
     config: dict[str, Any] | None = None

@@ -211,23 +211,18 @@ def _throughput_panel(data: RunData, tl: Timeline) -> Panel | None:
     )
 
 
-def _percentile(sorted_vals: list[int], q: float) -> int:
-    k = max(0, min(len(sorted_vals) - 1, math.ceil(q * len(sorted_vals)) - 1))
-    return sorted_vals[k]
-
-
 def _latency_panel(data: RunData, tl: Timeline) -> Panel | None:
-    lat = data.history.latency
+    lat = data.history.latency_percentiles
     if not lat:
         return None
     p50: list[tuple[int, float]] = []
     p99: list[tuple[int, float]] = []
     mx: list[tuple[int, float]] = []
     for sec in sorted(lat):
-        vals = sorted(lat[sec])
-        p50.append((sec, _percentile(vals, 0.5) / 1e6))
-        p99.append((sec, _percentile(vals, 0.99) / 1e6))
-        mx.append((sec, vals[-1] / 1e6))
+        q50, q99, top = lat[sec]
+        p50.append((sec, q50 / 1e6))
+        p99.append((sec, q99 / 1e6))
+        mx.append((sec, top / 1e6))
     lo_v = max(min(v for _, v in p50), 0.01)
     hi_v = max(max(v for _, v in mx), lo_v * 10)
     lo, hi = math.floor(math.log10(lo_v)), math.ceil(math.log10(hi_v))
