@@ -86,11 +86,11 @@ class HistoryFrames:
         return _sends(lines), _polls(lines)
 
     def rows(self, key_prefix: str = "", op_shift: int = 0) -> DataFrame:
-        """The job's input (kernel.INPUT_SCHEMA: key, value, offset, src, op) straight from the history, in
-        one pass: each line parsed once (micro-ops as text elements), one exchange of the client events by
-        process for the pairing, and each event's sends and poll records generated as one array that is
-        exploded once — two branches (sends, polls) would read and parse the file twice. The pass observes
-        what `facts` reports."""
+        """The job's input (kernel.INPUT_SCHEMA: key, value, offset, src, op, process, time, pos) straight
+        from the history, in one pass: each line parsed once (micro-ops as text elements), one exchange of the
+        client events by process for the pairing, and each event's sends and poll records generated as one
+        array that is exploded once — two branches (sends, polls) would read and parse the file twice. The
+        pass observes what `facts` reports."""
         from pyspark.sql import Observation
 
         events_seen, polls_seen = Observation(), Observation()
@@ -267,7 +267,7 @@ def _rows(lines: DataFrame, seen: Observation, polls_seen: Observation, key_pref
         f.max("time").alias("end_time"),
     )
     client = observed.where(_is_client() & ~bad).select(
-        col("process").try_cast("bigint").alias("process"), "index", "type", "f", "value")
+        col("process").try_cast("bigint").alias("process"), "index", "time", "type", "f", "value")
     by_process = Window.partitionBy("process").orderBy("index")
     writes = col("f").isin("send", "txn")
     paired = client.select(
@@ -335,10 +335,13 @@ def _rows(lines: DataFrame, seen: Observation, polls_seen: Observation, key_pref
                  lambda m: f.get(m, 0) == "poll"),
         poll_rows,
     ))
-    generated = paired.select(f.explode(f.concat(
+    # An op's sends come first in the array, in micro-op order, then its records in the order returned: the
+    # element's index orders an op's sends and an op's records (kernel.INPUT_SCHEMA `pos`).
+    generated = paired.select(f.posexplode(f.concat(
         f.coalesce(sends, f.array().cast(f"array<{row_type}>")),
         f.coalesce(polls, f.array().cast(f"array<{row_type}>")),
-    )).alias("r")).select("r.*")
+    )).alias("pos", "r"), "process", f.when(completion, col("time")).alias("time")).select(
+        "r.*", "process", "time", "pos")
     checked = generated.observe(
         polls_seen,
         f.count_if(col("bad")).alias("malformed"),
@@ -347,7 +350,8 @@ def _rows(lines: DataFrame, seen: Observation, polls_seen: Observation, key_pref
     key = f.concat(f.lit(key_prefix), col("key")) if key_prefix else col("key")
     # A poll record without an offset cannot be placed in the log: dropped, as the checker's tables drop it.
     return checked.where(~col("bad") & ((col("src") != SRC_POLL) | col("offset").isNotNull())).select(
-        key.alias("key"), "value", "offset", "src", (col("op") + f.lit(op_shift)).alias("op"))
+        key.alias("key"), "value", "offset", "src", (col("op") + f.lit(op_shift)).alias("op"), "process", "time",
+        "pos")
 
 
 def _polls(lines: DataFrame) -> DataFrame:

@@ -21,12 +21,18 @@ The plan — one scan of each table, one shuffle, one vectorised pass per partit
    order, and every anomaly follows from linear passes over those. Each partition emits at most
    `max_instances` instances per anomaly (its smallest) and one row of exact counts per key.
 4. **Collect** only those capped instances and per-key counts (`toArrow`), in the same job; the driver keeps
-   the smallest `max_instances` per anomaly and sums the counts. Nothing is cached: the plan is a single
-   pass, so there is nothing to reuse.
+   the smallest `max_instances` per anomaly and sums the counts. `precommitted-read` is one instance per
+   txn across keys: partitions send every candidate (one per op and key, few) and the driver keeps one per
+   op. Nothing is cached: the plan is a single pass, so there is nothing to reuse.
 5. Rarely, a partition cannot decide whether an *info* send with a known offset committed (Jepsen: it did if
    its op had any value read, and that value may live in another key's partition). Those ops come back
    as `#uncertain` rows; only then a second, small job looks them up (a broadcast semi-join of the run's
    sends of those ops with its polls) and re-analyses just the keys concerned.
+
+Computed: lost-write, unseen, duplicate, inconsistent-offsets, G1a and precommitted-read (`COMPUTED`). The
+rest of Jepsen's names are in the result's `not_checked` with why (`NOT_CHECKED`): the cycles (G0, G1c) and
+the checks that follow a process's successive ops or an op's successive records are the single-process
+checker's (`kafka-chaos check RUN_DIR`).
 
 Partitions: by default the shuffle is hash-partitioned into 200 (the most that keeps Spark's bypass-merge
 shuffle writer, several times faster than the sorting one) and adaptive query execution coalesces
@@ -90,7 +96,28 @@ _FIELDS: dict[str, tuple[tuple[str, str], ...]] = {
                   ("ops", "ops")),
     "inconsistent-offsets": (("offset", "offset"), ("index", "index"), ("values", "values"), ("ops", "ops")),
     "G1a": (("value", "value"), ("offset", "offset"), ("ops", "ops")),
+    kernel.KIND_PRECOMMITTED: (("value", "value"), ("offset", "offset"), ("ops", "ops")),
 }
+COMPUTED = (*kernel.ANOMALY_KINDS, kernel.KIND_PRECOMMITTED)
+"""The anomalies of checker.schema.ANOMALIES_BAD_BY_DEFAULT the job computes; the others are in NOT_CHECKED."""
+_CHECK = "checked by the single-process checker: `kafka-chaos check RUN_DIR`"
+CYCLES = f"cycles (G0, G1c) are {_CHECK}"
+_BETWEEN_OPS = (f"compares each process's successive ops and follows its assigns, subscribes and rebalances, "
+                f"which the job's key-partitioned rows do not carry; {_CHECK}")
+_IN_OP = f"successive records of one key inside one op: not computed by the Spark job; {_CHECK}"
+NOT_CHECKED: dict[str, str] = {
+    "poll-skip": _BETWEEN_OPS,
+    "nonmonotonic-poll": _BETWEEN_OPS,
+    "nonmonotonic-send": _BETWEEN_OPS,
+    "int-poll-skip": _IN_OP,
+    "int-nonmonotonic-poll": _IN_OP,
+    "int-send-skip": _IN_OP,
+    "int-nonmonotonic-send": _IN_OP,
+    "G0": CYCLES,
+    "G1c": CYCLES,
+}
+"""What the job does not compute, and why: the result's `not_checked` (docs/architecture.md §4), so a zero
+is never read into an anomaly nobody looked for."""
 
 
 def reconcile(
@@ -110,7 +137,8 @@ def reconcile(
     where a run has no (up-to-date) tables (spark/tables.py, spark/history.py).
 
     Returns the `kafka-chaos check --json` shape (`valid`, `complete`, `anomaly_counts`, `anomalies`,
-    `violations`, `stats`) plus `keys` (per-key counts) and `runs` (per-run anomaly counts). Instances are
+    `violations`, `stats`, `not_checked`: the anomalies the job does not compute, with why — `NOT_CHECKED`)
+    plus `keys` (per-key counts) and `runs` (per-run anomaly counts). Instances are
     capped at `max_instances` per anomaly (smallest key, then value/offset, first); `anomaly_counts` are
     exact. An `unseen` instance lists at most `max_values` values and has the exact `count`.
 
@@ -405,7 +433,14 @@ def _assemble(rows: list[dict[str, Any]], cap: int, runs: list[str] | None = Non
     """The result dict from the findings rows; `runs`: the run ids (keys are prefixed when there are
     several), for the per-run anomaly counts."""
     keys: dict[str, dict[str, int]] = {}
-    instances: dict[str, list[dict[str, Any]]] = {kind: [] for kind in kernel.ANOMALY_KINDS}
+    instances: dict[str, list[dict[str, Any]]] = {kind: [] for kind in COMPUTED}
+    per_op: dict[int, dict[str, Any]] = {}  # precommitted-read: one row per op, the smallest `indexes`
+    for row in rows:
+        if row["kind"] == kernel.KIND_PRECOMMITTED:
+            best = per_op.get(row["ops"][1])
+            if best is None or row["indexes"] < best["indexes"]:
+                per_op[row["ops"][1]] = row
+    rows = [r for r in rows if r["kind"] != kernel.KIND_PRECOMMITTED] + [per_op[o] for o in sorted(per_op)]
     for row in rows:
         if row["kind"] == kernel.KIND_KEY:
             keys[row["key"]] = dict(zip(kernel.KEY_STATS, row["stats"], strict=True))
@@ -425,6 +460,8 @@ def _assemble(rows: list[dict[str, Any]], cap: int, runs: list[str] | None = Non
         n = sum((1 if kind == "unseen" else s[kind]) for s in keys.values() if s[kind] > 0)
         if n:
             counts[kind] = n
+    if per_op:
+        counts[kernel.KIND_PRECOMMITTED] = len(per_op)
     anomalies = {
         kind: sorted(found, key=_order)[:cap] for kind, found in instances.items() if kind in counts
     }
@@ -435,6 +472,9 @@ def _assemble(rows: list[dict[str, Any]], cap: int, runs: list[str] | None = Non
         for kind in kernel.ANOMALY_KINDS:
             if stat[kind]:
                 per_run[kind] = per_run.get(kind, 0) + (1 if kind == "unseen" else stat[kind])
+    for row in per_op.values():
+        per_run = per_run_counts.setdefault(single or row["key"].split("/", 1)[0], {})
+        per_run[kernel.KIND_PRECOMMITTED] = per_run.get(kernel.KIND_PRECOMMITTED, 0) + 1
 
     totals = {name: sum(s[name] for s in keys.values()) for name in kernel.KEY_STATS if name != "max_offset"}
     stats: dict[str, Any] = {
@@ -454,6 +494,7 @@ def _assemble(rows: list[dict[str, Any]], cap: int, runs: list[str] | None = Non
         "anomalies": anomalies,
         "violations": [],
         "stats": stats,
+        "not_checked": dict(NOT_CHECKED),
         "keys": keys,
         "runs": per_run_counts,
     })

@@ -6,7 +6,10 @@ rest of kafka-chaos, so Spark can ship it to executors by value (a cluster needs
 — what PySpark's Arrow support needs anyway — not kafka-chaos), and tests can run it without a JVM.
 
 Input rows (`INPUT_SCHEMA`): `key`, `value`, `offset` (null when unknown), `src` (0 ok poll, 1 ok send,
-2 info send, 3 failed send), `op` (history index of the op).
+2 info send, 3 failed send), `op` (history index of the op: a send's invoke, a poll's completion),
+`process`, `time` (when the op completed: a send's completion, null if it never completed; a poll's
+completion) and `pos` (a send's place among its op's sends; a poll record's place among its op's records, in
+the order returned: only the order within one op counts).
 
 Definitions (Jepsen's, jepsen.tests.kafka; docs/architecture.md §4; the same as checker/ decides them):
 
@@ -24,6 +27,15 @@ Definitions (Jepsen's, jepsen.tests.kafka; docs/architecture.md §4; the same as
 - **unseen**: ok sends whose value no ok poll read (loss and delay look alike): one instance per key with
   `count` and the `values`.
 - **G1a** (aborted read): an ok poll record of a value whose writer failed; one instance per record.
+- **precommitted-read**: a `txn` that polled a value one of its own sends wrote (checker.anomalies.txn
+  `precommitted_read_cases`). The tables link a txn's sends (by invoke) to its polls (by completion) only
+  through the op's process and completion time, so a poll row reads its own op's send when a send row of
+  the same (key, value) has the poll's process and time. Both rows are in the key's partition, but the
+  checker's one instance per op crosses keys (its first key, in the order the op first sent to each, with
+  such a read): each partition emits one uncapped `precommitted-read` row per (op, key) with the op's first
+  send position to that key and the chosen send's position (`indexes`), and the job keeps one per op.
+  Txns that read their own uncommitted sends are few (a read_committed reader never sees them), so these
+  rows are too.
 
 Per partition: a hash factorisation of (key, value) for the per-value facts (read? who wrote it?), another
 of the log's (key, offset) with only the distinct offsets sorted for positions, and linear numpy passes.
@@ -49,6 +61,9 @@ INPUT_SCHEMA = pa.schema(
         pa.field("offset", pa.int64()),
         pa.field("src", pa.int8()),
         pa.field("op", pa.int64()),
+        pa.field("process", pa.int64()),
+        pa.field("time", pa.int64()),
+        pa.field("pos", pa.int64()),
     ]
 )
 
@@ -58,6 +73,9 @@ KIND_UNCERTAIN = "#uncertain"
 """The kind of a row listing info-send ops (`ops`) of one key whose commit this partition cannot decide."""
 
 ANOMALY_KINDS = ("lost-write", "unseen", "duplicate", "inconsistent-offsets", "G1a")
+"""The anomalies decided per key: instances capped per partition, exact counts in the `#key` rows."""
+KIND_PRECOMMITTED = "precommitted-read"
+"""Decided per op across keys (see the module doc): every candidate row is emitted, the job counts."""
 
 KEY_STATS = (
     "sends",
@@ -407,6 +425,9 @@ def analyse_table(
             w = int(writer_row[gid[r]])
             emit("G1a", names[krank[r]], value=int(val[r]), offset=int(off[r]), ops=[int(op[w]), int(op[r])])
 
+    for k_rank, p_value, p_offset, p_ops, order in _precommitted(table, src, gid, krank, val, off, has_off, op):
+        emit(KIND_PRECOMMITTED, names[k_rank], value=p_value, offset=p_offset, ops=p_ops, indexes=order)
+
     if len(uncertain_rows):
         for k in np.unique(krank[uncertain_rows]).tolist():
             ops = np.unique(op[uncertain_rows[krank[uncertain_rows] == k]])
@@ -417,6 +438,52 @@ def analyse_table(
         emit(KIND_KEY, names[k], stats=stat_matrix[k].tolist())
 
     return pa.Table.from_pydict(out, schema=FINDINGS_SCHEMA)
+
+
+def _precommitted(
+    table: pa.Table, src: _I64, gid: _I64, krank: _I64, val: _I64, off: _I64, has_off: _BOOL, op: _I64
+) -> Iterator[tuple[int, int, int | None, list[int], list[int]]]:
+    """Per (poll op, key), the record by which a txn read a value one of its own sends wrote: (key rank,
+    value, offset as read, [the send's op, the poll's op], [the send op's first position in this key, the
+    send's position]) — what the job picks one per op by.
+
+    As checker.anomalies.txn.precommitted_read_cases: a poll row is matched to the first send row (by op,
+    then position) of its (key, value) with its process and completion time; of a poll op's matches in a key,
+    the send that comes first in its op, and the first record (in the order returned) that read it. Only
+    rows whose completion time both a send and a poll have are looked at, so a queue workload (producers do
+    not poll) costs one membership test.
+    """
+    polls = np.flatnonzero(src == SRC_POLL)
+    done = table.column("time").combine_chunks().is_valid().to_numpy(zero_copy_only=False)
+    timed = np.flatnonzero((src != SRC_POLL) & np.asarray(done, dtype=bool))
+    if not len(polls) or not len(timed):
+        return
+    time = _np(table.column("time"), -1)
+    polls = polls[_member(time[polls], time[timed])]
+    if not len(polls):
+        return
+    timed = timed[_member(time[timed], time[polls])]
+    process = _np(table.column("process"), -1)
+    pos = _np(table.column("pos"), -1)
+    sends = pd.DataFrame({"g": gid[timed], "process": process[timed], "time": time[timed], "s": timed,
+                          "s_op": op[timed], "s_pos": pos[timed]})
+    sends = sends.sort_values(["s_op", "s_pos"], kind="stable").drop_duplicates(["g", "process", "time"])
+    reads = pd.DataFrame({"g": gid[polls], "process": process[polls], "time": time[polls], "p": polls,
+                          "p_op": op[polls], "k": krank[polls], "p_pos": pos[polls]})
+    matched = reads.merge(sends, on=["g", "process", "time"])
+    if matched.empty:
+        return
+    # Per (poll op, key): the send first in its op, then the first record that read it.
+    matched = matched.sort_values(["p_op", "k", "s_op", "s_pos", "p_pos"], kind="stable")
+    chosen = matched.drop_duplicates(["p_op", "k"])
+    send_ops = chosen["s_op"].to_numpy(dtype=np.int64)
+    of_ops = np.flatnonzero((src != SRC_POLL) & _member(op, send_ops))
+    first = (pd.DataFrame({"op": op[of_ops], "k": krank[of_ops], "pos": pos[of_ops]})
+             .groupby(["op", "k"])["pos"].min().to_dict())
+    for s_row, p_row, s_op, p_op, k in zip(chosen["s"].tolist(), chosen["p"].tolist(), chosen["s_op"].tolist(),
+                                           chosen["p_op"].tolist(), chosen["k"].tolist(), strict=True):
+        yield (int(k), int(val[p_row]), int(off[p_row]) if has_off[p_row] else None, [int(s_op), int(p_op)],
+               [int(first[(s_op, k)]), int(pos[s_row])])
 
 
 def input_rows(sends: pa.Table, polls: pa.Table, *, key_prefix: str = "") -> pa.Table:
@@ -435,8 +502,13 @@ def input_rows(sends: pa.Table, polls: pa.Table, *, key_prefix: str = "") -> pa.
     src[np.asarray(pc.equal(kinds, "ok").to_numpy(zero_copy_only=False), dtype=bool)] = SRC_OK
     src[np.asarray(pc.equal(kinds, "fail").to_numpy(zero_copy_only=False), dtype=bool)] = SRC_FAIL
     ok_polls = polls.filter(pc.equal(polls.column("type"), "ok"))
+
+    def order(n: int) -> pa.Array:  # rows are in op order, and in micro-op / return order within an op
+        return pa.array(np.arange(n, dtype=np.int64))
+
     part_sends = pa.table(
-        [keys(sends), col(sends, "value"), col(sends, "offset"), pa.array(src), col(sends, "op_index")],
+        [keys(sends), col(sends, "value"), col(sends, "offset"), pa.array(src), col(sends, "op_index"),
+         col(sends, "process"), col(sends, "complete_time"), order(sends.num_rows)],
         schema=INPUT_SCHEMA,
     )
     part_polls = pa.table(
@@ -446,6 +518,9 @@ def input_rows(sends: pa.Table, polls: pa.Table, *, key_prefix: str = "") -> pa.
             col(ok_polls, "offset"),
             pa.array(np.full(ok_polls.num_rows, SRC_POLL, dtype=np.int8)),
             col(ok_polls, "op_index"),
+            col(ok_polls, "process"),
+            col(ok_polls, "time"),
+            order(ok_polls.num_rows),
         ],
         schema=INPUT_SCHEMA,
     )

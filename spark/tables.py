@@ -21,13 +21,13 @@ from kafka_chaos.spark.kernel import SRC_FAIL, SRC_INFO, SRC_OK, SRC_POLL
 from kafka_chaos.spark.session import first_line
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 _CANDIDATES = {"sends": ("sends.parquet", "sends"), "polls": ("polls.parquet", "polls")}
 _INTEGER_TYPES = {"bigint", "int", "smallint", "tinyint"}
 _NEEDED = {
-    "sends": ("value", "key", "offset", "op_index", "type"),
-    "polls": ("value", "key", "offset", "op_index", "type"),
+    "sends": ("value", "key", "offset", "op_index", "type", "process", "complete_time"),
+    "polls": ("value", "key", "offset", "op_index", "type", "process", "time"),
 }
 _SCHEMAS = {"sends": SENDS_SCHEMA, "polls": POLLS_SCHEMA}
 OP_STRIDE = 1 << 40
@@ -175,7 +175,8 @@ def read_run(spark: SparkSession, run: RunTables) -> tuple[DataFrame, DataFrame]
 def load_rows(spark: SparkSession, runs: list[RunTables], *, prefix: bool | None = None) -> DataFrame:
     """One narrow DataFrame of every ok poll record and every send of every run, in kernel.INPUT_SCHEMA:
     `key` (prefixed `<run id>/` when `prefix`, by default when there are several runs), `value`, `offset`,
-    `src`, `op` (shifted by `run.number * OP_STRIDE` when `prefix`).
+    `src`, `op` (shifted by `run.number * OP_STRIDE` when `prefix`), `process`, `time` (a send's
+    `complete_time`, a poll's `time`) and `pos` (the row's place in its table, `_row_order`).
 
     Each table is scanned once, only these columns are read (Parquet column pruning), nothing is shuffled.
     """
@@ -204,6 +205,9 @@ def load_rows(spark: SparkSession, runs: list[RunTables], *, prefix: bool | None
                 .cast("tinyint")
                 .alias("src"),
                 op.alias("op"),
+                F.col("process").cast("bigint").alias("process"),
+                F.col("complete_time").cast("bigint").alias("time"),
+                _row_order(sends).alias("pos"),
             )
         )
         frames.append(
@@ -213,9 +217,27 @@ def load_rows(spark: SparkSession, runs: list[RunTables], *, prefix: bool | None
                 F.col("offset").cast("bigint").alias("offset"),
                 F.lit(SRC_POLL).cast("tinyint").alias("src"),
                 op.alias("op"),
+                F.col("process").cast("bigint").alias("process"),
+                F.col("time").cast("bigint").alias("time"),
+                _row_order(polls).alias("pos"),
             )
         )
     union = frames[0]
     for frame in frames[1:]:
         union = union.unionByName(frame)
     return union
+
+
+def _row_order(table: DataFrame) -> Column:
+    """Each row's place in its table (kernel.INPUT_SCHEMA `pos`): the tables keep an op's sends in micro-op
+    order and its records in the order returned (checker/tables.py), and Spark's scan does not keep row order,
+    so it is read from Parquet's own row index. A table written as several files (parts, in name order) puts
+    each file's rows after the previous file's."""
+    from pyspark.sql import functions as F
+
+    index = F.col("_metadata.row_index").cast("bigint")
+    names = sorted({uri.rstrip("/").rsplit("/", 1)[-1] for uri in table.inputFiles()})
+    if len(names) <= 1:
+        return index
+    rank = F.create_map(*(x for i, name in enumerate(names) for x in (F.lit(name), F.lit(i))))
+    return rank[F.col("_metadata.file_name")].cast("bigint") * F.lit(1 << 40) + index

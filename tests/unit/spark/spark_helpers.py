@@ -15,12 +15,14 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "duplicate": ("key", "value", "count", "offsets", "indexes", "ops"),
     "inconsistent-offsets": ("key", "offset", "index", "values", "ops"),
     "G1a": ("key", "value", "offset", "ops"),
+    "precommitted-read": ("key", "value", "offset", "ops"),
 }
 """What must agree between the engines, per anomaly Spark computes."""
 
 
 def core(result: dict[str, Any]) -> dict[str, Any]:
-    """The part of a result both engines must agree on: counts and identifying fields of the five kinds."""
+    """The part of a result both engines must agree on: counts and identifying fields of the kinds Spark
+    computes."""
     counts = {k: v for k, v in result["anomaly_counts"].items() if k in FIELDS}
     anomalies = {
         name: sorted(
@@ -57,6 +59,14 @@ class History:
         self.event(p, "invoke", "poll", [["poll"]])
         result = {k: [list(r) for r in rs] for k, rs in records.items()}
         return self.event(p, "ok", "poll", [["poll", result]])
+
+    def txn(self, p: int, invoke: list[Any], complete: list[Any], type_: str = "ok") -> tuple[int, int]:
+        """A transaction (docs/architecture.md §3 `txn`): micro-ops as invoked and as completed."""
+        return self.event(p, "invoke", "txn", invoke), self.event(p, type_, "txn", complete)
+
+    def assign(self, p: int, value: Any) -> int:
+        self.event(p, "invoke", "assign", value)
+        return self.event(p, "ok", "assign", value)
 
     def tables(self) -> tuple[pa.Table, pa.Table]:
         from kafka_chaos.checker.tables import parse_history

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from spark_corpus import CORPUS
+from spark_corpus import CORPUS, TXN_EXPECTED
 from spark_helpers import History, core
 from test_spark_job import merge, prefixed, run_spark
 
@@ -58,6 +58,28 @@ def test_corpus_from_jsonl_agrees_with_checker(spark_session: Any, tmp_path: Pat
     assert not list(tmp_path.glob("*/sends.parquet")), "Spark must not need the tables"
     assert core(result) == core(merge(*expected))
     assert result["complete"] is True
+
+
+def test_transactions_agree_from_jsonl_and_parquet(spark_session: Any, tmp_path: Path) -> None:
+    """The transactional histories (an aborted txn read, txns reading their own sends, committed txns read
+    at read_committed), each as history.jsonl and as the checker's Parquet tables, in one multi-run job:
+    the checker's G1a and precommitted-read, counts and instances; the cycles are named as not checked."""
+    from spark_helpers import write_run
+
+    runs, expected = [], []
+    for name in sorted(TXN_EXPECTED):
+        text = history_text(CORPUS[name]())
+        result = checked(text)
+        assert result["anomaly_counts"] == TXN_EXPECTED[name], name
+        runs.append(write_history(tmp_path / f"{name}-jsonl", text))
+        tables = parse_history(text.encode())
+        runs.append(write_run(tmp_path / f"{name}-parquet", tables.sends, tables.polls))
+        expected += [prefixed(result, f"{name}-jsonl"), prefixed(result, f"{name}-parquet")]
+    result = run_spark(spark_session, runs)
+    assert result["stats"]["source"] == "history and Parquet"
+    assert core(result) == core(merge(*expected))
+    assert result["runs"]["txn_own_read-parquet"] == {"precommitted-read": 2}
+    assert result["not_checked"]["G1c"].startswith("cycles (G0, G1c) are checked by the single-process checker")
 
 
 def test_pairing_unfinished_and_value_from_invoke(spark_session: Any, tmp_path: Path) -> None:
