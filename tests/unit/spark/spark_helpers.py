@@ -77,8 +77,13 @@ class History:
         return t.sends, t.polls
 
 
-def write_run(run_dir: Path, sends: pa.Table, polls: pa.Table) -> Path:
+def write_run(run_dir: Path, sends: pa.Table, polls: pa.Table, extra_reads: pa.Table | None = None) -> Path:
+    """The tables `kafka-chaos check` writes (checker.tables.write_tables), extra reads empty unless given."""
+    from kafka_chaos.checker.schema import EXTRA_READS_SCHEMA
+
     run_dir.mkdir(parents=True, exist_ok=True)
     pq.write_table(sends, run_dir / "sends.parquet")
     pq.write_table(polls, run_dir / "polls.parquet")
+    pq.write_table(EXTRA_READS_SCHEMA.empty_table() if extra_reads is None else extra_reads,
+                   run_dir / "extra_reads.parquet")
     return run_dir

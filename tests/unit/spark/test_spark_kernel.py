@@ -133,3 +133,32 @@ def test_every_anomaly_is_computed_or_not_checked() -> None:
         assert result["not_checked"][name] == (
             "cycles (G0, G1c) are checked by the single-process checker: `kafka-chaos check RUN_DIR`")
     assert all("kafka-chaos check RUN_DIR" in why for why in NOT_CHECKED.values())
+
+
+def test_kernel_agrees_with_checker_on_general_histories() -> None:
+    """The kernel on the three tables (extra reads included) against the checker with them, on 300 of the
+    checker's general histories (no JVM: the Spark job's own agreement test runs fewer); a history the checker
+    refuses for a value nobody sent gives the kernel's `#no-writer` row instead."""
+    import random
+
+    from test_spark_history import general_history
+
+    from kafka_chaos.checker.tables import parse_history
+    from kafka_chaos.errors import HistoryError
+
+    refused = found = 0
+    for seed in range(300):
+        t = parse_history(general_history(random.Random(seed)).encode())
+        rows = kernel.analyse_table(kernel.input_rows(t.sends, t.polls, t.extras.reads), cap=10**6,
+                                    max_values=10**6).to_pylist()
+        orphans = [r for r in rows if r["kind"] == kernel.KIND_NO_WRITER]
+        try:
+            expected = analyse(t.sends, t.polls, extras=t.extras).to_dict()
+        except HistoryError:
+            refused += 1
+            assert orphans, seed
+            continue
+        assert not orphans, seed
+        assert core(_assemble(rows, 10**6)) == core(expected), seed
+        found += bool(core(expected)["anomaly_counts"])
+    assert refused and found > 100  # the histories reach the refusal and the anomalies
