@@ -45,7 +45,8 @@ EXTRA_READS_SCHEMA = pa.schema(
     ]
 )
 """Poll records that are not in POLLS_SCHEMA's table but that Jepsen's rules read (checker.tables.PollExtras):
-the checker derives them from history.jsonl each time; they are not written to Parquet."""
+the checker derives them from history.jsonl each time, and writes them beside the two tables as
+`extra_reads.parquet` for readers of the tables (spark/)."""
 
 OPS_SCHEMA = pa.schema(
     [

@@ -49,7 +49,7 @@ import pyarrow.parquet as pq
 
 from kafka_chaos.checker.schema import EXTRA_READS_SCHEMA, OPS_SCHEMA, POLLS_SCHEMA, SENDS_SCHEMA
 from kafka_chaos.errors import HistoryError
-from kafka_chaos.rundir import HISTORY_FILE, OPS_FILE, POLLS_FILE, SENDS_FILE, STATE_FILE
+from kafka_chaos.rundir import EXTRA_READS_FILE, HISTORY_FILE, OPS_FILE, POLLS_FILE, SENDS_FILE, STATE_FILE
 
 CLIENT_OP_FS = ("send", "poll", "txn")
 OP_TYPES = frozenset(("invoke", "ok", "fail", "info"))
@@ -703,18 +703,21 @@ OPS_SUMMARY_KEY = b"kafka-chaos.history"
 """`ops.parquet`'s metadata key: history_summary as JSON."""
 
 
-def write_tables(tables: HistoryTables, run_dir: Path | str) -> tuple[Path, Path]:
-    """Write `sends.parquet`, `polls.parquet` and `ops.parquet` (with history_summary in its metadata) into
-    `run_dir`; return the first two's paths."""
+def write_tables(tables: HistoryTables, run_dir: Path | str) -> tuple[Path, Path, Path]:
+    """Write `sends.parquet`, `polls.parquet`, `extra_reads.parquet` (`PollExtras.reads`, empty for kafka-chaos's
+    own workloads) and `ops.parquet` (with history_summary in its metadata) into `run_dir`; return the first
+    three's paths. The extra reads are written so that a reader of the tables (spark/) finds every record
+    Jepsen's rules read without the history; the resets, rebalances and empty reads of `PollExtras` are not (only
+    the checks spark/ leaves to the checker read them). `ops` is what the report draws (report.data)."""
     run_dir = Path(run_dir)
-    sends_path, polls_path = run_dir / SENDS_FILE, run_dir / POLLS_FILE
-    pq.write_table(tables.sends, sends_path)
-    pq.write_table(tables.polls, polls_path)
+    paths = run_dir / SENDS_FILE, run_dir / POLLS_FILE, run_dir / EXTRA_READS_FILE
+    for table, path in zip((tables.sends, tables.polls, tables.extras.reads), paths, strict=True):
+        pq.write_table(table, path)
     summary = json.dumps(history_summary(tables.meta, run_dir / HISTORY_FILE), default=str).encode()
     ops = tables.meta.ops
     pq.write_table(ops.replace_schema_metadata({**(ops.schema.metadata or {}), OPS_SUMMARY_KEY: summary}),
                    run_dir / OPS_FILE)
-    return sends_path, polls_path
+    return paths
 
 
 def history_summary(meta: HistoryMeta, history: Path) -> dict[str, Any]:
@@ -750,6 +753,19 @@ def read_tables(run_dir: Path | str) -> tuple[pa.Table, pa.Table]:
     return sends.select(SENDS_SCHEMA.names).cast(SENDS_SCHEMA), polls.select(POLLS_SCHEMA.names).cast(
         POLLS_SCHEMA
     )
+
+
+def read_extra_reads(run_dir: Path | str) -> pa.Table | None:
+    """`extra_reads.parquet` from `run_dir` (EXTRA_READS_SCHEMA), or None when the tables were written without
+    it (before it existed): then only the history has those records."""
+    path = Path(run_dir) / EXTRA_READS_FILE
+    if not path.exists():
+        return None
+    try:
+        table = pq.read_table(path)
+    except OSError as e:
+        raise HistoryError(f"cannot read {path} ({e}); run `kafka-chaos check {run_dir}` to write it again") from None
+    return table.select(EXTRA_READS_SCHEMA.names).cast(EXTRA_READS_SCHEMA)
 
 
 def read_state_samples(run_dir: Path | str) -> list[dict[str, Any]] | None:

@@ -257,6 +257,11 @@ def reconcile(
                           "(--skip-malformed)")
         for name, n in sorted(results.get("anomaly_counts", {}).items()):
             console.print(f"{name}: {n}")
+        skipped: dict[str, list[str]] = {}
+        for name, why in (results.get("not_checked") or {}).items():
+            skipped.setdefault(why, []).append(name)
+        for why, names in skipped.items():  # a name not counted above is not a zero when it was not checked
+            console.print(f"not checked: {', '.join(names)} ({why})", highlight=False)
         console.print(f"valid={results.get('valid')}, violations={len(results['violations'])}")
     if results["violations"]:
         raise typer.Exit(1)

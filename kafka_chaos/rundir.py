@@ -18,6 +18,7 @@ STATE_FILE = "state.jsonl"  # the observer's partition-state samples
 SENDS_FILE = "sends.parquet"  # the history's sends as a table
 POLLS_FILE = "polls.parquet"  # the history's polled records as a table
 OPS_FILE = "ops.parquet"  # the history's completed client ops (what the report draws)
+EXTRA_READS_FILE = "extra_reads.parquet"  # what else polls returned (fail / info polls, unknown offsets)
 RESULTS_FILE = "results.json"  # the checker's RunResults
 REPORT_FILE = "report.html"
 JUNIT_FILE = "junit.xml"

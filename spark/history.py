@@ -1,5 +1,5 @@
-"""A run's `history.jsonl` read by Spark itself: the `sends` and `polls` frames built from the text lines, in
-parallel, with no single-process step between a run and the job (docs/architecture.md §3, §7).
+"""A run's `history.jsonl` read by Spark itself: the kernel's rows (sends and poll records) built from the
+text lines, in parallel, with no single-process step between a run and the job (docs/architecture.md §3, §7).
 
 Input: one history file or a folder of parts (`history.jsonl`, `history.jsonl.gz`, `history.jsonl.zst`,
 `history/*.jsonl*`), local or any URI Spark reads; Hadoop's codecs decompress by extension. The rules are the
@@ -13,8 +13,10 @@ checker's parser's (`checker/tables.py`), expressed as Spark columns:
   offset; its values come from the completion, or from the invoke when the completion has none; its op is the
   invoke's index. An invoke that is its process's last event never completed: an `info` send with no
   completion time.
-- `ok` polls (and the polls of `ok` txns) give one `polls` row per record, op = the completion's index;
-  records without an offset are dropped, as the checker drops them.
+- Every completed poll (and txn) gives one row per record, op = the completion's index: an ok op's records
+  are reads (at an unknown offset too: read, but at no place in the log), a fail or info op's records join
+  the log only (Jepsen's rules, as checker.tables' `PollExtras` reads them). A fail or info poll that
+  returned nothing is not malformed.
 - A line that is not an event (not JSON, no `process`/`type`/`time`, a client op without `index` or of an
   unknown `type` or `f`), or a poll value of another shape, is *malformed*. Only a last line cut mid-way is
   allowed (the run was interrupted: the run is then incomplete); any other stops the job naming the file and
@@ -22,9 +24,11 @@ checker's parser's (`checker/tables.py`), expressed as Spark columns:
 
 What the checker reads besides the tables — the harness's `run-start` and `drain-complete`, the nemesis's and
 operator's events for the fault windows — is gathered in the same pass with `DataFrame.observe` (a handful of
-events). The job's pass (`HistoryFrames.rows`) parses each line once and generates the kernel's rows directly;
-`HistoryFrames.frames` gives the two tables' columns for the job's rare follow-ups (info sends committed through
-another key, a duplicate's send time), reading the file again.
+events). The job's pass (`HistoryFrames.rows`) parses each line once and generates the kernel's rows directly
+(the job's rare second look, at info sends committed through another key, reads those rows again);
+`HistoryFrames.sends` gives the sends table's columns for a duplicate's send time, reading the file again.
+Records in the history only (fail / info polls, ok records at unknown offsets) are rows here as they are in
+the Parquet path's `extra_reads.parquet` (spark/tables.py).
 """
 
 from __future__ import annotations
@@ -72,25 +76,26 @@ class HistoryFacts:
 
 
 class HistoryFrames:
-    """The sends and polls frames of one run's history, and, once a job has run on them, what it observed."""
+    """The kernel's rows of one run's history (and its sends), and, once a job has run on them, what it
+    observed."""
 
     def __init__(self, spark: SparkSession, files: list[str]) -> None:
         self.spark = spark
         self.files = files
         self._observations: list[tuple[Observation, Observation]] = []
 
-    def frames(self) -> tuple[DataFrame, DataFrame]:
-        """(sends, polls) with the Parquet tables' columns (docs/architecture.md §3), for the job's follow-ups;
-        they run after the job's pass (`rows`), whose observations `facts` reports, so they observe nothing."""
-        lines = self._lines()
-        return _sends(lines), _polls(lines)
+    def sends(self) -> DataFrame:
+        """The sends with the Parquet table's columns (docs/architecture.md §3), for the job's follow-up (a
+        duplicate's send time); it runs after the job's pass (`rows`), whose observations `facts` reports, so
+        it observes nothing."""
+        return _sends(self._lines())
 
     def rows(self, key_prefix: str = "", op_shift: int = 0) -> DataFrame:
-        """The job's input (kernel.INPUT_SCHEMA: key, value, offset, src, op) straight from the history, in
-        one pass: each line parsed once (micro-ops as text elements), one exchange of the client events by
-        process for the pairing, and each event's sends and poll records generated as one array that is
-        exploded once — two branches (sends, polls) would read and parse the file twice. The pass observes
-        what `facts` reports."""
+        """The job's input (kernel.INPUT_SCHEMA: key, value, offset, src, op, process, time, pos) straight
+        from the history, in one pass: each line parsed once (micro-ops as text elements), one exchange of the
+        client events by process for the pairing, and each event's sends and poll records generated as one
+        array that is exploded once — two branches (sends, polls) would read and parse the file twice. The
+        pass observes what `facts` reports."""
         from pyspark.sql import Observation
 
         events_seen, polls_seen = Observation(), Observation()
@@ -250,7 +255,7 @@ def _rows(lines: DataFrame, seen: Observation, polls_seen: Observation, key_pref
     from pyspark.sql import Window
     from pyspark.sql import functions as f
 
-    from kafka_chaos.spark.kernel import SRC_FAIL, SRC_INFO, SRC_OK, SRC_POLL
+    from kafka_chaos.spark.kernel import SRC_FAIL, SRC_INFO, SRC_OK, SRC_POLL, SRC_POLL_OTHER
 
     col = f.col
     events = lines.select("file", "line", f.from_json("line", TYPED_ENVELOPE).alias("e")).select(
@@ -267,7 +272,7 @@ def _rows(lines: DataFrame, seen: Observation, polls_seen: Observation, key_pref
         f.max("time").alias("end_time"),
     )
     client = observed.where(_is_client() & ~bad).select(
-        col("process").try_cast("bigint").alias("process"), "index", "type", "f", "value")
+        col("process").try_cast("bigint").alias("process"), "index", "time", "type", "f", "value")
     by_process = Window.partitionBy("process").orderBy("index")
     writes = col("f").isin("send", "txn")
     paired = client.select(
@@ -309,8 +314,14 @@ def _rows(lines: DataFrame, seen: Observation, polls_seen: Observation, key_pref
     sends = f.transform(
         f.filter(f.when(writes, send_mops), lambda m: f.get(m, 0) == "send"), send_row)
 
+    ok = col("type") == "ok"
+    poll_src = f.when(ok, f.lit(SRC_POLL)).otherwise(f.lit(SRC_POLL_OTHER))
+
     def poll_rows(m: Column) -> Column:
         records = f.from_json(f.get(m, 1), _RECORDS)
+        # A fail / info poll that returned nothing repeats its invoke's ["poll"]: no records, not malformed
+        # (checker.tables); records it did return must have the shape an ok poll's have.
+        returned = f.coalesce(f.startswith(f.ltrim(f.get(m, 1)), f.lit("{")), f.lit(False))
         good = f.transform(
             f.map_entries(records),
             lambda e: f.transform(
@@ -319,69 +330,42 @@ def _rows(lines: DataFrame, seen: Observation, polls_seen: Observation, key_pref
                     e["key"].alias("key"),
                     f.get(p, 1).alias("value"),
                     f.get(p, 0).alias("offset"),
-                    f.lit(SRC_POLL).cast("tinyint").alias("src"),
+                    poll_src.cast("tinyint").alias("src"),
                     col("index").alias("op"),
                     (p.isNull() | (f.size(p) != 2)).alias("bad"),
                 ).cast(row_type),
             ),
         )
         broken = f.array(f.struct(f.lit(None).alias("key"), f.lit(None).alias("value"), f.lit(None).alias(
-            "offset"), f.lit(SRC_POLL).alias("src"), col("index").alias("op"), f.lit(True).alias("bad"),
+            "offset"), poll_src.alias("src"), col("index").alias("op"), f.lit(True).alias("bad"),
         ).cast(row_type))
-        return f.when(records.isNull(), broken).otherwise(f.flatten(good))
+        nothing = f.array().cast(f"array<{row_type}>")
+        return (f.when(~ok & ~returned, nothing).when(records.isNull(), broken)
+                .otherwise(f.flatten(good)))
 
+    # Every completed poll's records (Jepsen's rules read fail / info polls too, and ok records at unknown
+    # offsets: read, at no place in the log).
     polls = f.flatten(f.transform(
-        f.filter(f.when((col("type") == "ok") & col("f").isin("poll", "txn"), col("value")),
+        f.filter(f.when(completion & col("f").isin("poll", "txn"), col("value")),
                  lambda m: f.get(m, 0) == "poll"),
         poll_rows,
     ))
-    generated = paired.select(f.explode(f.concat(
+    # An op's sends come first in the array, in micro-op order, then its records in the order returned: the
+    # element's index orders an op's sends and an op's records (kernel.INPUT_SCHEMA `pos`).
+    generated = paired.select(f.posexplode(f.concat(
         f.coalesce(sends, f.array().cast(f"array<{row_type}>")),
         f.coalesce(polls, f.array().cast(f"array<{row_type}>")),
-    )).alias("r")).select("r.*")
+    )).alias("pos", "r"), "process", f.when(completion, col("time")).alias("time")).select(
+        "r.*", "process", "time", "pos")
     checked = generated.observe(
         polls_seen,
         f.count_if(col("bad")).alias("malformed"),
         f.min(f.when(col("bad"), f.concat_ws("/", col("key"), col("op").cast("string")))).alias("first"),
     )
     key = f.concat(f.lit(key_prefix), col("key")) if key_prefix else col("key")
-    # A poll record without an offset cannot be placed in the log: dropped, as the checker's tables drop it.
-    return checked.where(~col("bad") & ((col("src") != SRC_POLL) | col("offset").isNotNull())).select(
-        key.alias("key"), "value", "offset", "src", (col("op") + f.lit(op_shift)).alias("op"))
-
-
-def _polls(lines: DataFrame) -> DataFrame:
-    """One row per record of every ok poll and ok txn's poll micro-ops."""
-    from pyspark.sql import functions as f
-
-    col = f.col
-    # Only lines that can hold a poll are parsed here: `"poll"` appears in every poll op and poll micro-op.
-    events = _envelope(lines.where(col("line").contains('"poll"')))
-    ok = events.where(
-        _is_client() & ~_malformed() & (col("type") == "ok") & col("f").isin("poll", "txn")
-    ).select(col("process").try_cast("bigint").alias("process"), "index", "time", "value")
-    mops = ok.select("process", "index", "time", f.explode(f.from_json("value", "array<string>")).alias("mop"))
-    mop = f.from_json(col("mop"), "array<string>")
-    polls = mops.select("process", "index", "time", mop.alias("m")).where(f.get(col("m"), 0) == "poll")
-    records = f.from_json(f.get(col("m"), 1), _RECORDS)
-    per_key = polls.select("process", "index", "time", records.alias("records"))
-    # A key's records may be null or empty (nothing read there), but each record is [offset, value].
-    bad_shape = col("records").isNull() | f.exists(
-        f.map_values("records"), lambda pairs: f.exists(pairs, lambda p: p.isNull() | (f.size(p) != 2))
-    )
-    pairs = per_key.where(~bad_shape).select(
-        "process", "index", "time", f.explode("records").alias("key", "pairs")
-    )
-    rows = pairs.select("process", "index", "time", "key", f.explode("pairs").alias("pair"))
-    return rows.where(f.get(col("pair"), 0).isNotNull()).select(
-        f.get(col("pair"), 1).alias("value"),
-        "key",
-        f.get(col("pair"), 0).alias("offset"),
-        "process",
-        col("index").alias("op_index"),
-        f.lit("ok").alias("type"),
-        col("time"),
-    )
+    return checked.where(~col("bad")).select(
+        key.alias("key"), "value", "offset", "src", (col("op") + f.lit(op_shift)).alias("op"), "process", "time",
+        "pos")
 
 
 def _facts(history: HistoryFrames, seen: dict[str, Any], polls: dict[str, Any]) -> HistoryFacts:

@@ -5,12 +5,13 @@ Usage: `python -m spark.job RUN_DIR... [--master URL] [--out DIR]`, or the same 
 
 The plan — one scan of each table, one shuffle, one vectorised pass per partition:
 
-1. **Scan** every run's `sends` and `polls` once, reading only `key, value, offset, type, op_index`
-   (Parquet column pruning), and project them into one narrow union (`kernel.INPUT_SCHEMA`): ok poll records
-   and all sends, `src` telling which. A run without tables is read from its `history.jsonl` instead
-   (spark/history.py: the lines parsed in parallel; pairing a send's completion with its invoke is one more
-   exchange, of the client events by process). With several runs, keys are prefixed `<run id>/` and op indexes are
-   shifted per run, so runs never mix.
+1. **Scan** every run's `sends`, `polls` and `extra_reads` once, reading only the columns the kernel needs
+   (Parquet column pruning), and project them into one narrow union (`kernel.INPUT_SCHEMA`): every poll
+   record (of ok polls, at known offsets or not, and of fail / info polls: Jepsen's rules on general
+   histories, checker/tables.py) and all sends, `src` telling which. A run without tables is read from its
+   `history.jsonl` instead (spark/history.py: the lines parsed in parallel; pairing a send's completion with
+   its invoke is one more exchange, of the client events by process). With several runs, keys are prefixed
+   `<run id>/` and op indexes are shifted per run, so runs never mix.
 2. **Shuffle once**: `repartition("key")` puts every row of a key into one partition. This is the only
    exchange of the history in the plan: no join of sends with polls, no groupBy per anomaly, no window —
    the plain way (one query per anomaly) scans each table once per query and shuffles the history five or
@@ -21,12 +22,20 @@ The plan — one scan of each table, one shuffle, one vectorised pass per partit
    order, and every anomaly follows from linear passes over those. Each partition emits at most
    `max_instances` instances per anomaly (its smallest) and one row of exact counts per key.
 4. **Collect** only those capped instances and per-key counts (`toArrow`), in the same job; the driver keeps
-   the smallest `max_instances` per anomaly and sums the counts. Nothing is cached: the plan is a single
-   pass, so there is nothing to reuse.
+   the smallest `max_instances` per anomaly and sums the counts. `precommitted-read` is one instance per
+   txn across keys: partitions send every candidate (one per op and key, few) and the driver keeps one per
+   op. Nothing is cached: the plan is a single pass, so there is nothing to reuse.
 5. Rarely, a partition cannot decide whether an *info* send with a known offset committed (Jepsen: it did if
    its op had any value read, and that value may live in another key's partition). Those ops come back
    as `#uncertain` rows; only then a second, small job looks them up (a broadcast semi-join of the run's
    sends of those ops with its polls) and re-analyses just the keys concerned.
+
+Computed: lost-write, unseen, duplicate, inconsistent-offsets, G1a and precommitted-read (`COMPUTED`), by the
+checker's rules on general histories (kernel's module doc); a must-read value nobody sent stops the job as it
+stops the checker (exit 2). The rest of Jepsen's names are in the result's `not_checked` with why
+(`NOT_CHECKED`): the cycles (G0, G1c) and the checks that follow a process's successive ops or an op's
+successive records are the single-process checker's (`kafka-chaos check RUN_DIR`); assign / subscribe resets
+and rebalance logs bear only on those, so the job does not read them.
 
 Partitions: by default the shuffle is hash-partitioned into 200 (the most that keeps Spark's bypass-merge
 shuffle writer, several times faster than the sorting one) and adaptive query execution coalesces
@@ -63,7 +72,7 @@ from kafka_chaos.rundir import RECONCILE_FILE, RESULTS_FILE
 from kafka_chaos.spark import kernel
 from kafka_chaos.spark.history import HistoryFacts
 from kafka_chaos.spark.session import DEFAULT_DRIVER_MEMORY, DEFAULT_MASTER, first_line, start_session
-from kafka_chaos.spark.tables import OP_STRIDE, RunTables, load_rows, read_run, resolve_runs
+from kafka_chaos.spark.tables import OP_STRIDE, RunTables, load_rows, read_sends, resolve_runs
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -90,7 +99,28 @@ _FIELDS: dict[str, tuple[tuple[str, str], ...]] = {
                   ("ops", "ops")),
     "inconsistent-offsets": (("offset", "offset"), ("index", "index"), ("values", "values"), ("ops", "ops")),
     "G1a": (("value", "value"), ("offset", "offset"), ("ops", "ops")),
+    kernel.KIND_PRECOMMITTED: (("value", "value"), ("offset", "offset"), ("ops", "ops")),
 }
+COMPUTED = (*kernel.ANOMALY_KINDS, kernel.KIND_PRECOMMITTED)
+"""The anomalies of checker.schema.ANOMALIES_BAD_BY_DEFAULT the job computes; the others are in NOT_CHECKED."""
+_CHECK = "checked by the single-process checker: `kafka-chaos check RUN_DIR`"
+CYCLES = f"cycles (G0, G1c) are {_CHECK}"
+_BETWEEN_OPS = (f"compares each process's successive ops and follows its assigns, subscribes and rebalances, "
+                f"which the job's key-partitioned rows do not carry; {_CHECK}")
+_IN_OP = f"successive records of one key inside one op: not computed by the Spark job; {_CHECK}"
+NOT_CHECKED: dict[str, str] = {
+    "poll-skip": _BETWEEN_OPS,
+    "nonmonotonic-poll": _BETWEEN_OPS,
+    "nonmonotonic-send": _BETWEEN_OPS,
+    "int-poll-skip": _IN_OP,
+    "int-nonmonotonic-poll": _IN_OP,
+    "int-send-skip": _IN_OP,
+    "int-nonmonotonic-send": _IN_OP,
+    "G0": CYCLES,
+    "G1c": CYCLES,
+}
+"""What the job does not compute, and why: the result's `not_checked` (docs/architecture.md §4), so a zero
+is never read into an anomaly nobody looked for."""
 
 
 def reconcile(
@@ -110,7 +140,8 @@ def reconcile(
     where a run has no (up-to-date) tables (spark/tables.py, spark/history.py).
 
     Returns the `kafka-chaos check --json` shape (`valid`, `complete`, `anomaly_counts`, `anomalies`,
-    `violations`, `stats`) plus `keys` (per-key counts) and `runs` (per-run anomaly counts). Instances are
+    `violations`, `stats`, `not_checked`: the anomalies the job does not compute, with why — `NOT_CHECKED`)
+    plus `keys` (per-key counts) and `runs` (per-run anomaly counts). Instances are
     capped at `max_instances` per anomaly (smallest key, then value/offset, first); `anomaly_counts` are
     exact. An `unseen` instance lists at most `max_values` values and has the exact `count`.
 
@@ -142,6 +173,7 @@ def reconcile(
             rows = job.findings(load_rows(session, runs))
             facts = {r.run: r.history.facts() for r in runs if r.history is not None}
             _refuse_malformed(runs, facts, skip_malformed)
+            _refuse_orphans(rows)
             uncertain = [r for r in rows if r["kind"] == kernel.KIND_UNCERTAIN]
             if uncertain:
                 bar.phase("deciding info sends whose op wrote to other keys")
@@ -280,32 +312,41 @@ def _settle_uncertain(
         keys_ops = by_run.get(run_tables.run)
         if not keys_ops:
             continue
-        shift = run_tables.number * OP_STRIDE if prefixed else 0
-        ops = sorted({o - shift for ops in keys_ops.values() for o in ops})
-        sends, polls = read_run(session, run_tables)
-        wanted = session.createDataFrame([(o,) for o in ops], "op_index bigint")
+        ops = sorted({o for ops in keys_ops.values() for o in ops})
+        # The run's rows as the job read them (ops shifted alike): ok reads are src 0, at any offset.
+        rows_of_run = load_rows(session, [run_tables], prefix=prefixed)
+        wanted = session.createDataFrame([(o,) for o in ops], "op bigint")
         try:
-            op_sends = sends.join(F.broadcast(wanted), "op_index", "left_semi")
-            ok_reads = polls.where(F.col("type") == "ok").select("key", "value")
-            read_ops = (
-                op_sends.select("key", "value", "op_index")
-                .join(ok_reads, ["key", "value"], "left_semi")
-                .select("op_index")
-                .distinct()
-            )
-            read_ops = _to_arrow(read_ops)
+            op_sends = rows_of_run.where(F.col("src") == kernel.SRC_INFO).join(F.broadcast(wanted), "op",
+                                                                                "left_semi")
+            ok_reads = rows_of_run.where(F.col("src") == kernel.SRC_POLL).select("key", "value")
+            read_ops = _to_arrow(op_sends.select("key", "value", "op").join(ok_reads, ["key", "value"],
+                                                                            "left_semi").select("op").distinct())
         except Exception as exc:
             raise _job_error(exc) from None
-        committed = sorted({o + shift for o in read_ops.column("op_index").to_pylist()})
+        committed = sorted(set(read_ops.column("op").to_pylist()))
         if not committed:
             continue
         keys = sorted(k for k, k_ops in keys_ops.items() if set(k_ops) & set(committed))
-        again = load_rows(session, [run_tables], prefix=prefixed).where(F.col("key").isin(keys))
+        again = rows_of_run.where(F.col("key").isin(keys))
         for row in job.findings(again, committed_info_ops=committed):
             replaced.setdefault(row["key"], []).append(row)
     return [r for r in rows if r["key"] not in replaced and r["kind"] != kernel.KIND_UNCERTAIN] + [
         r for found in replaced.values() for r in found if r["kind"] != kernel.KIND_UNCERTAIN
     ]
+
+
+def _refuse_orphans(rows: list[dict[str, Any]]) -> None:
+    """A value that must have been read (before what ok polls reached) and that nobody sent stops the job, as
+    it stops the checker (checker.anomalies.lost, Jepsen's `lost-write-cases` `:no-writer-of`): exit 2."""
+    orphans = sorted((r["key"], r["value"], r["count"]) for r in rows if r["kind"] == kernel.KIND_NO_WRITER)
+    if orphans:
+        key, value, _ = orphans[0]
+        raise SparkReconcileError(
+            f"key {key}: value {value} is in the log (a poll that did not succeed read it) before what ok polls "
+            f"reached, but no op sent it ({sum(n for *_, n in orphans)} such values in all). Jepsen's "
+            "lost-write-cases stops there (:no-writer-of): a history must hold every send of the values it "
+            "reads (one run's, on a topic that was empty)")
 
 
 def _refuse_malformed(runs: list[RunTables], facts: dict[str, HistoryFacts], skip: bool) -> None:
@@ -342,7 +383,7 @@ def _fill_send_ms(session: SparkSession, runs: list[RunTables], duplicates: list
         mine = [d for d in duplicates if not prefixed or str(d["key"]).startswith(f"{run.run}/")]
         if not mine:
             continue
-        sends, _ = read_run(session, run)
+        sends = read_sends(session, run)
         if not {"invoke_time", "complete_time"} <= set(sends.columns):
             continue
         values = sorted({int(d["value"]) for d in mine})
@@ -405,12 +446,19 @@ def _assemble(rows: list[dict[str, Any]], cap: int, runs: list[str] | None = Non
     """The result dict from the findings rows; `runs`: the run ids (keys are prefixed when there are
     several), for the per-run anomaly counts."""
     keys: dict[str, dict[str, int]] = {}
-    instances: dict[str, list[dict[str, Any]]] = {kind: [] for kind in kernel.ANOMALY_KINDS}
+    instances: dict[str, list[dict[str, Any]]] = {kind: [] for kind in COMPUTED}
+    per_op: dict[int, dict[str, Any]] = {}  # precommitted-read: one row per op, the smallest `indexes`
+    for row in rows:
+        if row["kind"] == kernel.KIND_PRECOMMITTED:
+            best = per_op.get(row["ops"][1])
+            if best is None or row["indexes"] < best["indexes"]:
+                per_op[row["ops"][1]] = row
+    rows = [r for r in rows if r["kind"] != kernel.KIND_PRECOMMITTED] + [per_op[o] for o in sorted(per_op)]
     for row in rows:
         if row["kind"] == kernel.KIND_KEY:
             keys[row["key"]] = dict(zip(kernel.KEY_STATS, row["stats"], strict=True))
-        elif row["kind"] == kernel.KIND_UNCERTAIN:
-            continue  # settled before (or nothing of those ops was read: not committed)
+        elif row["kind"] in (kernel.KIND_UNCERTAIN, kernel.KIND_NO_WRITER):
+            continue  # settled before (or nothing of those ops was read: not committed); refused before
         else:
             instance: dict[str, Any] = {"key": row["key"]}
             for column, name in _FIELDS[row["kind"]]:
@@ -425,6 +473,8 @@ def _assemble(rows: list[dict[str, Any]], cap: int, runs: list[str] | None = Non
         n = sum((1 if kind == "unseen" else s[kind]) for s in keys.values() if s[kind] > 0)
         if n:
             counts[kind] = n
+    if per_op:
+        counts[kernel.KIND_PRECOMMITTED] = len(per_op)
     anomalies = {
         kind: sorted(found, key=_order)[:cap] for kind, found in instances.items() if kind in counts
     }
@@ -435,6 +485,9 @@ def _assemble(rows: list[dict[str, Any]], cap: int, runs: list[str] | None = Non
         for kind in kernel.ANOMALY_KINDS:
             if stat[kind]:
                 per_run[kind] = per_run.get(kind, 0) + (1 if kind == "unseen" else stat[kind])
+    for row in per_op.values():
+        per_run = per_run_counts.setdefault(single or row["key"].split("/", 1)[0], {})
+        per_run[kernel.KIND_PRECOMMITTED] = per_run.get(kernel.KIND_PRECOMMITTED, 0) + 1
 
     totals = {name: sum(s[name] for s in keys.values()) for name in kernel.KEY_STATS if name != "max_offset"}
     stats: dict[str, Any] = {
@@ -454,6 +507,7 @@ def _assemble(rows: list[dict[str, Any]], cap: int, runs: list[str] | None = Non
         "anomalies": anomalies,
         "violations": [],
         "stats": stats,
+        "not_checked": dict(NOT_CHECKED),
         "keys": keys,
         "runs": per_run_counts,
     })

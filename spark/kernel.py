@@ -1,29 +1,51 @@
 """Per-partition analysis: every key of one shuffle partition, in numpy, with no Python loop over rows.
 
-The Spark job (spark/job.py) sends each key's rows — ok polls and every send, as one narrow table — to one
+The Spark job (spark/job.py) sends each key's rows — every poll record and every send, as one narrow table — to one
 partition, and runs `analyse_batches` there through `mapInArrow`. This module imports neither pyspark nor the
 rest of kafka-chaos, so Spark can ship it to executors by value (a cluster needs numpy, pandas and pyarrow
 — what PySpark's Arrow support needs anyway — not kafka-chaos), and tests can run it without a JVM.
 
-Input rows (`INPUT_SCHEMA`): `key`, `value`, `offset` (null when unknown), `src` (0 ok poll, 1 ok send,
-2 info send, 3 failed send), `op` (history index of the op).
+Input rows (`INPUT_SCHEMA`): `key`, `value`, `offset` (null when unknown), `src` (0 a record of an ok poll,
+1 ok send, 2 info send, 3 failed send, 4 a record of a fail or info poll), `op` (history index of the op: a
+send's invoke, a poll's completion), `process`, `time` (when the op completed: a send's completion, null if it
+never completed; a poll's completion) and `pos` (a send's place among its op's sends; a poll record's place
+among its op's records, in the order returned — only the order within one op counts; -1 - place for the
+Parquet path's extra reads, `_returned_first`).
 
-Definitions (Jepsen's, jepsen.tests.kafka; docs/architecture.md §4; the same as checker/ decides them):
+Definitions (Jepsen's, jepsen.tests.kafka, on general histories as checker/ follows them; docs/architecture.md
+§3, §4):
 
-- A send *must have committed* if it is ok, or info and some value its op sent was read by an ok poll.
-  The *writer* of a (key, value) is its send with the latest op.
-- **Version order** of a key: the log built from every ok poll record and every committed send whose
-  offset is known, each offset holding the set of values seen there. *Positions* are dense indexes over the
-  offsets that hold something (offsets never observed are skipped).
+- *Read*: a value some ok poll returned, at a known offset or not. Records of fail / info polls are not reads.
+- A send *must have committed* if it is ok, or info and some value its op sent was read.
+  The *writer* of a (key, value) is the op that sent it and completed last (never completed: last of all;
+  ties by op, then place in the op).
+- **Version order** of a key: the log built from every poll record (ok, fail or info) and every committed
+  send whose offset is known, each offset holding the set of values seen there. *Positions* are dense
+  indexes over the offsets that hold something (offsets never observed are skipped). A record at an unknown
+  offset has no place in it.
 - **inconsistent-offsets**: an offset of a key holding two or more distinct values.
 - **duplicate**: a value at more than one offset of a key.
 - **lost-write**: Jepsen's `lost-write-cases`. Per key, the bound is the highest *first* position of any
-  value read by an ok poll; a value never read, whose writer committed and whose *last* position is at or
-  below that bound, should have been read and was not. A value whose offset is unknown has no position, so
-  is never lost.
-- **unseen**: ok sends whose value no ok poll read (loss and delay look alike): one instance per key with
-  `count` and the `values`.
-- **G1a** (aborted read): an ok poll record of a value whose writer failed; one instance per record.
+  value read; a value never read, whose writer committed and whose *last* position is at or below that bound,
+  should have been read and was not. A value whose offset is unknown has no position, so is never lost. A
+  value below the bound that nobody sent (only a fail / info poll can put it there) gives a `#no-writer` row:
+  the job stops, as the checker does (Jepsen's `:no-writer-of`).
+- **unseen**: values of ok sends that no ok poll read (loss and delay look alike): one instance per key with
+  `count` and the `values` (a value sent twice is one value).
+- **G1a** (aborted read): an ok poll record (at a known offset or not) of a value that *any* failed op sent;
+  one instance per record, naming the failed writer that completed last.
+- **precommitted-read**: a `txn` that polled a value one of its own sends wrote (checker.anomalies.txn
+  `precommitted_read_cases`). The tables link a txn's sends (by invoke) to its polls (by completion) only
+  through the op's process and completion time, so a poll row reads its own op's send when a send row of
+  the same (key, value) has the poll's process and time. Both rows are in the key's partition, but the
+  checker's one instance per op crosses keys (its first key, in the order the op first sent to each, with
+  such a read): each partition emits one uncapped `precommitted-read` row per (op, key) with the op's first
+  send position to that key and the chosen send's position (`indexes`), and the job keeps one per op.
+  Txns that read their own uncommitted sends are few (a read_committed reader never sees them), so these
+  rows are too.
+
+What the kernel does not compute (poll-skip, nonmonotonic-*, int-*, G0, G1c) is listed in the job's
+`not_checked`; assign / subscribe resets and rebalance logs only bear on those, so they are not input here.
 
 Per partition: a hash factorisation of (key, value) for the per-value facts (read? who wrote it?), another
 of the log's (key, offset) with only the distinct offsets sorted for positions, and linear numpy passes.
@@ -40,7 +62,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-SRC_POLL, SRC_OK, SRC_INFO, SRC_FAIL = 0, 1, 2, 3
+SRC_POLL, SRC_OK, SRC_INFO, SRC_FAIL, SRC_POLL_OTHER = 0, 1, 2, 3, 4
 
 INPUT_SCHEMA = pa.schema(
     [
@@ -49,15 +71,24 @@ INPUT_SCHEMA = pa.schema(
         pa.field("offset", pa.int64()),
         pa.field("src", pa.int8()),
         pa.field("op", pa.int64()),
+        pa.field("process", pa.int64()),
+        pa.field("time", pa.int64()),
+        pa.field("pos", pa.int64()),
     ]
 )
 
 KIND_KEY = "#key"
 """The kind of a per-key statistics row (not an anomaly)."""
+KIND_NO_WRITER = "#no-writer"
+"""The kind of a row naming a key's must-read values nobody sent (`value`: the smallest, `count`): the job
+stops there, as the checker does (Jepsen's `:no-writer-of`)."""
 KIND_UNCERTAIN = "#uncertain"
 """The kind of a row listing info-send ops (`ops`) of one key whose commit this partition cannot decide."""
 
 ANOMALY_KINDS = ("lost-write", "unseen", "duplicate", "inconsistent-offsets", "G1a")
+"""The anomalies decided per key: instances capped per partition, exact counts in the `#key` rows."""
+KIND_PRECOMMITTED = "precommitted-read"
+"""Decided per op across keys (see the module doc): every candidate row is emitted, the job counts."""
 
 KEY_STATS = (
     "sends",
@@ -267,21 +298,20 @@ def analyse_table(
     off = _np(table.column("offset"), -1)
     src = _np(table.column("src"))
     op = _np(table.column("op"), -1)
-    is_poll = src == SRC_POLL
+    is_poll = src == SRC_POLL  # records of ok polls: read, whether or not their offset is known
+    any_poll = is_poll | (src == SRC_POLL_OTHER)
     is_info = src == SRC_INFO
+    done = _np(table.column("time"), _NONE)  # a send never completed counts as completing last
+    pos = _np(table.column("pos"), 0)
 
-    # ---- A. Per (key, value) pair: read? its writer (the send with the latest op). -----------------------
+    # ---- A. Per (key, value) pair: read? its writer (the send that completed last). ----------------------
     gid, g_rank, g_val = _dense(krank, val, ordered=False)
     ngroups = len(g_rank)
     read = np.bincount(gid[is_poll], minlength=ngroups) > 0
-    send_rows = np.flatnonzero(~is_poll)
-    writer_op = np.full(ngroups, np.iinfo(np.int64).min, dtype=np.int64)
-    np.maximum.at(writer_op, gid[send_rows], op[send_rows])
-    latest = send_rows[op[send_rows] == writer_op[gid[send_rows]]]
-    writer_row = np.full(ngroups, -1, dtype=np.int64)
-    np.maximum.at(writer_row, gid[latest], latest)
+    send_rows = np.flatnonzero(~any_poll)
+    writer_row = _last_writer(send_rows, gid, done, op, pos, ngroups)
     has_writer = writer_row >= 0
-    writer_src = np.where(has_writer, src[np.maximum(writer_row, 0)], -1)
+    failed_writer = _last_writer(np.flatnonzero(src == SRC_FAIL), gid, done, op, pos, ngroups)
 
     # Must-have-committed, per row: ok, or info whose op had a value read.
     committed = src == SRC_OK
@@ -295,9 +325,9 @@ def analyse_table(
         uncertain_rows = info_rows[has_off[info_rows] & ~committed[info_rows]]
     writer_committed = has_writer & committed[np.maximum(writer_row, 0)]
 
-    # ---- B. The version order: log entries (ok polls, committed sends with an offset). Positions are the
-    # ranks of the distinct (key, offset) pairs within their key. ------------------------------------------
-    log_rows = np.flatnonzero(has_off & (is_poll | committed))
+    # ---- B. The version order: log entries (every poll's records and committed sends, with an offset).
+    # Positions are the ranks of the distinct (key, offset) pairs within their key. -------------------------
+    log_rows = np.flatnonzero(has_off & (any_poll | committed))
     log_gid = gid[log_rows]
     o_id, o_rank, o_off = _dense(krank[log_rows], off[log_rows], ordered=True)  # sorted by (key, offset)
     n_off = len(o_rank)
@@ -318,15 +348,22 @@ def analyse_table(
     offsets_of = np.bincount(e_gid, minlength=ngroups)
 
     # lost-write: per key, bound = the highest first position of a value read; values whose last position
-    # is ≤ bound, never read, written by a committed send.
+    # is ≤ bound, never read, written by a committed send. A value read only at unknown offsets has no first
+    # position (-1): it does not move the bound.
     bound = np.full(nkeys, -1, dtype=np.int64)
     np.maximum.at(bound, g_rank[read], first_pos[read])
-    lost = writer_committed & ~read & (last_pos >= 0) & (last_pos <= bound[g_rank])
+    must_read = ~read & (last_pos >= 0) & (last_pos <= bound[g_rank])
+    orphans = np.flatnonzero(must_read & ~has_writer)  # only a fail / info poll can put such a value there
+    lost = must_read & writer_committed
     duplicate = offsets_of > 1
     inconsistent = values_at > 1
-    # unseen and G1a are per row: ok sends never read; ok poll records of a value whose writer failed.
+    # unseen: ok sends' values no ok poll read (a value sent twice is one value, named by its first ok send);
+    # G1a: ok poll records of a value some failed op sent.
     unseen_rows = np.flatnonzero((src == SRC_OK) & ~read[gid])
-    g1a_rows = np.flatnonzero(is_poll & (writer_src[gid] == SRC_FAIL))
+    if len(unseen_rows):
+        first_ok = unseen_rows[np.lexsort((pos[unseen_rows], op[unseen_rows], gid[unseen_rows]))]
+        unseen_rows = first_ok[_group_starts(gid[first_ok])]
+    g1a_rows = np.flatnonzero(is_poll & (failed_writer[gid] >= 0))
 
     # ---- Per-key statistics (exact counts), by key rank. ------------------------------------------------
     def per_key(ranks: _I64) -> _I64:
@@ -337,11 +374,11 @@ def analyse_table(
         last_of_key = np.append(o_key_start[1:], n_off) - 1
         max_offset[o_rank[last_of_key]] = o_off[last_of_key]
     stats = {
-        "sends": per_key(krank[~is_poll]),
+        "sends": per_key(krank[~any_poll]),
         "sends_ok": per_key(krank[src == SRC_OK]),
         "sends_info": per_key(krank[is_info]),
         "sends_fail": per_key(krank[src == SRC_FAIL]),
-        "poll_records": per_key(krank[is_poll]),
+        "poll_records": per_key(krank[is_poll & has_off]),
         "values_read": per_key(g_rank[read]),
         "positions": per_key(o_rank),
         "max_offset": max_offset,
@@ -367,6 +404,7 @@ def analyse_table(
     lost_g = smallest(np.flatnonzero(lost))
     dup_g = smallest(np.flatnonzero(duplicate))
     rows_of = _rows_of(gid, np.concatenate([lost_g, dup_g]))
+    sent_or_placed = ~any_poll | has_off  # a duplicate's ops: its sends, and the polls that placed it
 
     for g in lost_g.tolist():
         w = int(writer_row[g])
@@ -389,7 +427,7 @@ def analyse_table(
             offs = np.sort(d_off[d_gid == g])
             emit("duplicate", names[g_rank[g]], value=int(g_val[g]), count=len(offs),
                  offsets=o_off[offs].tolist(), indexes=o_pos[offs].tolist(),
-                 ops=sorted(set(op[rows_of[g]].tolist())))
+                 ops=sorted(set(op[rows_of[g][sent_or_placed[rows_of[g]]]].tolist())))
 
     inc = np.flatnonzero(inconsistent)[:cap]  # (key, offset) groups are sorted already
     if len(inc):
@@ -404,8 +442,19 @@ def analyse_table(
     if len(g1a_rows):
         r_sorted = g1a_rows[np.lexsort((op[g1a_rows], off[g1a_rows], val[g1a_rows], krank[g1a_rows]))]
         for r in r_sorted[:cap].tolist():
-            w = int(writer_row[gid[r]])
-            emit("G1a", names[krank[r]], value=int(val[r]), offset=int(off[r]), ops=[int(op[w]), int(op[r])])
+            w = int(failed_writer[gid[r]])
+            emit("G1a", names[krank[r]], value=int(val[r]), offset=int(off[r]) if has_off[r] else None,
+                 ops=[int(op[w]), int(op[r])])
+
+    if len(orphans):
+        o_sorted = orphans[np.lexsort((g_val[orphans], g_rank[orphans]))]
+        starts = np.flatnonzero(_group_starts(g_rank[o_sorted]))
+        for a, b in zip(starts.tolist(), np.append(starts[1:], len(o_sorted)).tolist(), strict=True):
+            g = int(o_sorted[a])
+            emit(KIND_NO_WRITER, names[g_rank[g]], value=int(g_val[g]), count=b - a)
+
+    for k_rank, p_value, p_offset, p_ops, order in _precommitted(table, src, gid, krank, val, off, has_off, op):
+        emit(KIND_PRECOMMITTED, names[k_rank], value=p_value, offset=p_offset, ops=p_ops, indexes=order)
 
     if len(uncertain_rows):
         for k in np.unique(krank[uncertain_rows]).tolist():
@@ -419,9 +468,97 @@ def analyse_table(
     return pa.Table.from_pydict(out, schema=FINDINGS_SCHEMA)
 
 
-def input_rows(sends: pa.Table, polls: pa.Table, *, key_prefix: str = "") -> pa.Table:
-    """The kernel's input (INPUT_SCHEMA) from a run's sends and polls tables, in pyarrow: what the Spark
-    job's scan produces, for running the kernel on one machine (tests, small runs)."""
+def _last_writer(rows: _I64, gid: _I64, done: _I64, op: _I64, pos: _I64, ngroups: int) -> _I64:
+    """Per (key, value) group, the row among `rows` (sends) of the op that wrote it and completed last (Jepsen's
+    `writer-of`, checker.context: ties by op, then position in the op); -1 where none. Only values sent more
+    than once are sorted."""
+    writer = np.full(ngroups, -1, dtype=np.int64)
+    if not len(rows):
+        return writer
+    g = gid[rows]
+    writer[g] = rows
+    multi = np.bincount(g, minlength=ngroups)[g] > 1
+    if bool(multi.any()):
+        rows, g = rows[multi], g[multi]
+        order = np.lexsort((pos[rows], op[rows], done[rows], g))
+        last = np.append(g[order][1:] != g[order][:-1], True)
+        writer[g[order][last]] = rows[order][last]
+    return writer
+
+
+def _precommitted(
+    table: pa.Table, src: _I64, gid: _I64, krank: _I64, val: _I64, off: _I64, has_off: _BOOL, op: _I64
+) -> Iterator[tuple[int, int, int | None, list[int], list[int]]]:
+    """Per (poll op, key), the record by which a txn read a value one of its own sends wrote: (key rank,
+    value, offset as read, [the send's op, the poll's op], [the send op's first position in this key, the
+    send's position]) — what the job picks one per op by.
+
+    As checker.anomalies.txn.precommitted_read_cases: every poll's records count (ok, fail or info op); a
+    record is matched to the first send row (by op, then position) of its (key, value) with its process and
+    completion time; of a poll op's matches in a key, the send that comes first in its op, and the first
+    record (in the order returned, `_returned_first`) that read it. Only rows whose completion time both a
+    send and a poll have are looked at, so a queue workload (producers do not poll) costs a membership test.
+    """
+    is_poll = (src == SRC_POLL) | (src == SRC_POLL_OTHER)
+    polls = np.flatnonzero(is_poll)
+    done = table.column("time").combine_chunks().is_valid().to_numpy(zero_copy_only=False)
+    timed = np.flatnonzero(~is_poll & np.asarray(done, dtype=bool))
+    if not len(polls) or not len(timed):
+        return
+    time = _np(table.column("time"), -1)
+    polls = polls[_member(time[polls], time[timed])]
+    if not len(polls):
+        return
+    timed = timed[_member(time[timed], time[polls])]
+    process = _np(table.column("process"), -1)
+    pos = _np(table.column("pos"), 0)
+    sends = pd.DataFrame({"g": gid[timed], "process": process[timed], "time": time[timed], "s": timed,
+                          "s_op": op[timed], "s_pos": pos[timed]})
+    sends = sends.sort_values(["s_op", "s_pos"], kind="stable").drop_duplicates(["g", "process", "time"])
+    reads = pd.DataFrame({"g": gid[polls], "process": process[polls], "time": time[polls], "p": polls,
+                          "p_op": op[polls], "k": krank[polls]})
+    matched = reads.merge(sends, on=["g", "process", "time"])
+    if matched.empty:
+        return
+    # Per (poll op, key): the send first in its op, then the first record that read it.
+    matched = matched.sort_values(["p_op", "k", "s_op", "s_pos"], kind="stable")
+    chosen = matched.drop_duplicates(["p_op", "k"])
+    send_ops = chosen["s_op"].to_numpy(dtype=np.int64)
+    of_ops = np.flatnonzero(~is_poll & _member(op, send_ops))
+    first = (pd.DataFrame({"op": op[of_ops], "k": krank[of_ops], "pos": pos[of_ops]})
+             .groupby(["op", "k"])["pos"].min().to_dict())
+    readers = matched.groupby(["p_op", "k", "s"])["p"].agg(list).to_dict()
+    for s_row, s_op, p_op, k in zip(chosen["s"].tolist(), chosen["s_op"].tolist(), chosen["p_op"].tolist(),
+                                    chosen["k"].tolist(), strict=True):
+        p_row = _returned_first(readers[(p_op, k, s_row)], op, krank, is_poll, pos)
+        yield (int(k), int(val[p_row]), int(off[p_row]) if has_off[p_row] else None, [int(s_op), int(p_op)],
+               [int(first[(s_op, k)]), int(pos[s_row])])
+
+
+def _returned_first(rows: list[int], op: _I64, krank: _I64, is_poll: _BOOL, pos: _I64) -> int:
+    """Of some records of one op and key, the one returned first.
+
+    `pos` orders an op's records (from the history: their order in the op). Rows from the Parquet tables are
+    ordered by their place in the polls table, except the extra reads (EXTRA_READS_SCHEMA), which say their
+    exact place among the op's records of the key, stored as -1 - place: there, as in checker.context, the
+    polls table's records fill the places the extra reads leave free, in table order. Only one op's records
+    of one key are looked at, and only when it read its own value twice."""
+    if len(rows) == 1 or min(pos[r] for r in rows) >= 0:
+        return min(rows, key=lambda r: int(pos[r]))
+    group = np.flatnonzero(is_poll & (op == op[rows[0]]) & (krank == krank[rows[0]]))
+    taken = {-1 - int(pos[r]) for r in group if pos[r] < 0}
+    place: dict[int, int] = {r: -1 - int(pos[r]) for r in group.tolist() if pos[r] < 0}
+    free = (q for q in range(len(group) + len(taken) + 1) if q not in taken)
+    for r in sorted((r for r in group.tolist() if pos[r] >= 0), key=lambda r: int(pos[r])):
+        place[r] = next(free)
+    return min(rows, key=lambda r: place[r])
+
+
+def input_rows(sends: pa.Table, polls: pa.Table, extra_reads: pa.Table | None = None, *,
+               key_prefix: str = "") -> pa.Table:
+    """The kernel's input (INPUT_SCHEMA) from a run's sends and polls tables and its extra reads
+    (EXTRA_READS_SCHEMA, if any), in pyarrow: what the Spark job's scan of the Parquet tables produces, for
+    running the kernel on one machine (tests, small runs)."""
 
     def col(table: pa.Table, name: str) -> pa.Array:
         return table.column(name).combine_chunks().cast(pa.int64())
@@ -430,23 +567,26 @@ def input_rows(sends: pa.Table, polls: pa.Table, *, key_prefix: str = "") -> pa.
         k = table.column("key").combine_chunks().cast(pa.string())
         return pc.binary_join_element_wise(key_prefix, k, "") if key_prefix else k
 
-    kinds = sends.column("type").combine_chunks().cast(pa.string())
-    src = np.full(sends.num_rows, SRC_INFO, dtype=np.int8)
-    src[np.asarray(pc.equal(kinds, "ok").to_numpy(zero_copy_only=False), dtype=bool)] = SRC_OK
-    src[np.asarray(pc.equal(kinds, "fail").to_numpy(zero_copy_only=False), dtype=bool)] = SRC_FAIL
+    def srcs(table: pa.Table, codes: dict[str, int], other: int) -> pa.Array:
+        kinds = table.column("type").combine_chunks().cast(pa.string())
+        src = np.full(table.num_rows, other, dtype=np.int8)
+        for name, code in codes.items():
+            src[np.asarray(pc.equal(kinds, name).to_numpy(zero_copy_only=False), dtype=bool)] = code
+        return pa.array(src)
+
+    def part(table: pa.Table, src: pa.Array, time: str, pos: pa.Array) -> pa.Table:
+        return pa.table([keys(table), col(table, "value"), col(table, "offset"), src, col(table, "op_index"),
+                         col(table, "process"), col(table, time), pos], schema=INPUT_SCHEMA)
+
+    def order(n: int) -> pa.Array:  # rows are in op order, and in micro-op / return order within an op
+        return pa.array(np.arange(n, dtype=np.int64))
+
     ok_polls = polls.filter(pc.equal(polls.column("type"), "ok"))
-    part_sends = pa.table(
-        [keys(sends), col(sends, "value"), col(sends, "offset"), pa.array(src), col(sends, "op_index")],
-        schema=INPUT_SCHEMA,
-    )
-    part_polls = pa.table(
-        [
-            keys(ok_polls),
-            col(ok_polls, "value"),
-            col(ok_polls, "offset"),
-            pa.array(np.full(ok_polls.num_rows, SRC_POLL, dtype=np.int8)),
-            col(ok_polls, "op_index"),
-        ],
-        schema=INPUT_SCHEMA,
-    )
-    return pa.concat_tables([part_sends, part_polls])
+    parts = [
+        part(sends, srcs(sends, {"ok": SRC_OK, "fail": SRC_FAIL}, SRC_INFO), "complete_time", order(sends.num_rows)),
+        part(ok_polls, srcs(ok_polls, {}, SRC_POLL), "time", order(ok_polls.num_rows)),
+    ]
+    if extra_reads is not None and extra_reads.num_rows:
+        exact = pc.subtract(pa.scalar(-1, pa.int64()), col(extra_reads, "pos"))  # _returned_first
+        parts.append(part(extra_reads, srcs(extra_reads, {"ok": SRC_POLL}, SRC_POLL_OTHER), "time", exact))
+    return pa.concat_tables(parts)

@@ -57,6 +57,8 @@ def reconcile_local(paths: Sequence[str | Path], *, max_instances: int = 100) ->
         for name, instances in result["anomalies"].items():
             merged["anomalies"].setdefault(name, []).extend(_prefix(i, run, prefixed) for i in instances)
         merged["violations"].extend(_prefix(v, run, prefixed) for v in result["violations"])
+        for name, why in result.get("not_checked", {}).items():
+            merged.setdefault("not_checked", {}).setdefault(name, why)
     for instances in merged["anomalies"].values():
         instances.sort(key=lambda i: (i["key"], i.get("value", -1), i.get("offset", -1)))
         del instances[max_instances:]

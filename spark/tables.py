@@ -2,9 +2,16 @@
 through Spark's Hadoop file systems, so a path may be local or any URI Spark reads (hdfs://, s3a://, file://, …).
 
 A run is a directory holding its history — `history.jsonl` (plain or compressed) or a `history/` folder of
-parts, which Spark parses itself (spark/history.py) — and/or `sends.parquet` and `polls.parquet` (each a
-Parquet file or a directory of Parquet files), which `kafka-chaos check` writes. The tables are read when
-both exist and are at least as new as the history, the history otherwise. A path may be a glob
+parts, which Spark parses itself (spark/history.py) — and/or `sends.parquet`, `polls.parquet` and
+`extra_reads.parquet` (each a Parquet file or a directory of Parquet files), which `kafka-chaos check` writes.
+The tables are read when all three exist and are at least as new as the history, the history otherwise; a
+run without a history is read from its sends and polls alone (with its extra reads, if it has them).
+
+Why a third table rather than falling back to the history whenever it holds what Jepsen's rules read besides
+the two tables (records of fail / info polls, ok records at unknown offsets): the tables alone cannot say
+whether the history held any, so the fallback would need the history read anyway, and runs without a history
+(tables copied to object storage) would be silently wrong. `extra_reads.parquet` is as small as those records
+are few (empty for kafka-chaos's own workloads). A path may be a glob
 (`results/*-demo-*`): each match is a run. The run id is the directory's name. With several runs, every key
 is prefixed `<run id>/` so runs never mix.
 """
@@ -14,22 +21,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kafka_chaos.checker.schema import POLLS_SCHEMA, SENDS_SCHEMA
+from kafka_chaos.checker.schema import EXTRA_READS_SCHEMA, POLLS_SCHEMA, SENDS_SCHEMA
 from kafka_chaos.errors import SparkReconcileError
 from kafka_chaos.spark.history import HISTORY_CANDIDATES, HistoryFrames
-from kafka_chaos.spark.kernel import SRC_FAIL, SRC_INFO, SRC_OK, SRC_POLL
+from kafka_chaos.spark.kernel import SRC_FAIL, SRC_INFO, SRC_OK, SRC_POLL, SRC_POLL_OTHER
 from kafka_chaos.spark.session import first_line
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
-_CANDIDATES = {"sends": ("sends.parquet", "sends"), "polls": ("polls.parquet", "polls")}
+_CANDIDATES = {"sends": ("sends.parquet", "sends"), "polls": ("polls.parquet", "polls"),
+               "extra_reads": ("extra_reads.parquet", "extra_reads")}
 _INTEGER_TYPES = {"bigint", "int", "smallint", "tinyint"}
 _NEEDED = {
-    "sends": ("value", "key", "offset", "op_index", "type"),
-    "polls": ("value", "key", "offset", "op_index", "type"),
+    "sends": ("value", "key", "offset", "op_index", "type", "process", "complete_time"),
+    "polls": ("value", "key", "offset", "op_index", "type", "process", "time"),
+    "extra_reads": ("value", "key", "offset", "op_index", "type", "process", "time", "pos"),
 }
-_SCHEMAS = {"sends": SENDS_SCHEMA, "polls": POLLS_SCHEMA}
+_SCHEMAS = {"sends": SENDS_SCHEMA, "polls": POLLS_SCHEMA, "extra_reads": EXTRA_READS_SCHEMA}
 OP_STRIDE = 1 << 40
 """Op indexes of run n are shifted by n × OP_STRIDE in a multi-run job, so ops of different runs never
 meet (`op % OP_STRIDE` is the history index again)."""
@@ -50,6 +59,8 @@ class RunTables:
     history: HistoryFrames | None = None
     """Set when the run is read from its history rather than from Parquet tables (then `sends`/`polls`
     are empty)."""
+    extra_reads: str = ""
+    """`extra_reads.parquet` beside the tables (EXTRA_READS_SCHEMA); empty when the run has none."""
 
 
 def _fs(spark: SparkSession, uri: str) -> tuple[Any, Any]:
@@ -102,11 +113,15 @@ def resolve_runs(spark: SparkSession, paths: list[str]) -> list[RunTables]:
             run = f"{run}#{seen[run]}"
         else:
             seen[run] = 1
-        tables = "sends" in found and "polls" in found
         history = found.get("history")
-        if tables and (history is None or min(found["sends"][2], found["polls"][2]) >= history[2]):
+        # With a history, the tables stand for it only when all three are there and as new: tables written
+        # before extra_reads.parquet existed lack the records of fail / info polls and unknown offsets.
+        needed = ("sends", "polls") if history is None else ("sends", "polls", "extra_reads")
+        if all(t in found for t in needed) and (history is None or min(found[t][2] for t in needed) >= history[2]):
+            extra = found.get("extra_reads")
             runs.append(RunTables(run=run, number=len(runs), path=raw, sends=found["sends"][0],
-                                  polls=found["polls"][0], bytes=found["sends"][1] + found["polls"][1]))
+                                  polls=found["polls"][0], extra_reads=extra[0] if extra else "",
+                                  bytes=sum(found[t][1] for t in _CANDIDATES if t in found)))
         elif history is not None:
             runs.append(RunTables(run=run, number=len(runs), path=raw, sends="", polls="", bytes=history[1],
                                   history=HistoryFrames(spark, [history[0]])))
@@ -144,7 +159,7 @@ def _read(spark: SparkSession, uri: str, table: str) -> DataFrame:
     except Exception as exc:
         raise SparkReconcileError(
             f"{uri} is not a readable Parquet table ({first_line(exc)}). Regenerate it with "
-            "`kafka-chaos check RUN_DIR` (it rewrites sends.parquet and polls.parquet from history.jsonl), "
+            "`kafka-chaos check RUN_DIR` (it rewrites the tables from history.jsonl), "
             "or remove the damaged file."
         ) from None
     problems = []
@@ -164,18 +179,20 @@ def _read(spark: SparkSession, uri: str, table: str) -> DataFrame:
     return df
 
 
-def read_run(spark: SparkSession, run: RunTables) -> tuple[DataFrame, DataFrame]:
-    """The run's sends and polls DataFrames, checked to have the columns the job reads (from its history when
-    it has no tables)."""
+def read_sends(spark: SparkSession, run: RunTables) -> DataFrame:
+    """The run's sends DataFrame, checked to have the columns the job reads (from its history when it has no
+    tables)."""
     if run.history is not None:
-        return run.history.frames()
-    return _read(spark, run.sends, "sends"), _read(spark, run.polls, "polls")
+        return run.history.sends()
+    return _read(spark, run.sends, "sends")
 
 
 def load_rows(spark: SparkSession, runs: list[RunTables], *, prefix: bool | None = None) -> DataFrame:
-    """One narrow DataFrame of every ok poll record and every send of every run, in kernel.INPUT_SCHEMA:
+    """One narrow DataFrame of every poll record and every send of every run, in kernel.INPUT_SCHEMA:
     `key` (prefixed `<run id>/` when `prefix`, by default when there are several runs), `value`, `offset`,
-    `src`, `op` (shifted by `run.number * OP_STRIDE` when `prefix`).
+    `src`, `op` (shifted by `run.number * OP_STRIDE` when `prefix`), `process`, `time` (a send's
+    `complete_time`, a poll's `time`) and `pos` (the row's place in its table, `_row_order`). A run's
+    `extra_reads.parquet` adds the records of fail / info polls and those of ok polls at unknown offsets.
 
     Each table is scanned once, only these columns are read (Parquet column pruning), nothing is shuffled.
     """
@@ -189,7 +206,7 @@ def load_rows(spark: SparkSession, runs: list[RunTables], *, prefix: bool | None
             frames.append(run.history.rows(run.run + "/" if prefix else "",
                                            run.number * OP_STRIDE if prefix else 0))
             continue
-        sends, polls = read_run(spark, run)
+        sends, polls = _read(spark, run.sends, "sends"), _read(spark, run.polls, "polls")
         key = F.concat(F.lit(run.run + "/"), F.col("key")) if prefix else F.col("key")
         op = F.col("op_index").cast("bigint") + F.lit(run.number * OP_STRIDE if prefix else 0)
         kind = F.col("type")
@@ -204,6 +221,9 @@ def load_rows(spark: SparkSession, runs: list[RunTables], *, prefix: bool | None
                 .cast("tinyint")
                 .alias("src"),
                 op.alias("op"),
+                F.col("process").cast("bigint").alias("process"),
+                F.col("complete_time").cast("bigint").alias("time"),
+                _row_order(sends).alias("pos"),
             )
         )
         frames.append(
@@ -213,9 +233,42 @@ def load_rows(spark: SparkSession, runs: list[RunTables], *, prefix: bool | None
                 F.col("offset").cast("bigint").alias("offset"),
                 F.lit(SRC_POLL).cast("tinyint").alias("src"),
                 op.alias("op"),
+                F.col("process").cast("bigint").alias("process"),
+                F.col("time").cast("bigint").alias("time"),
+                _row_order(polls).alias("pos"),
             )
         )
+        if run.extra_reads:
+            extra = _read(spark, run.extra_reads, "extra_reads")
+            frames.append(
+                extra.select(
+                    key.alias("key"),
+                    F.col("value").cast("bigint").alias("value"),
+                    F.col("offset").cast("bigint").alias("offset"),
+                    F.when(kind == "ok", SRC_POLL).otherwise(SRC_POLL_OTHER).cast("tinyint").alias("src"),
+                    op.alias("op"),
+                    F.col("process").cast("bigint").alias("process"),
+                    F.col("time").cast("bigint").alias("time"),
+                    # the record's exact place among its op's records of the key (kernel._returned_first)
+                    (F.lit(-1) - F.col("pos").cast("bigint")).alias("pos"),
+                )
+            )
     union = frames[0]
     for frame in frames[1:]:
         union = union.unionByName(frame)
     return union
+
+
+def _row_order(table: DataFrame) -> Column:
+    """Each row's place in its table (kernel.INPUT_SCHEMA `pos`): the tables keep an op's sends in micro-op
+    order and its records in the order returned (checker/tables.py), and Spark's scan does not keep row order,
+    so it is read from Parquet's own row index. A table written as several files (parts, in name order) puts
+    each file's rows after the previous file's."""
+    from pyspark.sql import functions as F
+
+    index = F.col("_metadata.row_index").cast("bigint")
+    names = sorted({uri.rstrip("/").rsplit("/", 1)[-1] for uri in table.inputFiles()})
+    if len(names) <= 1:
+        return index
+    rank = F.create_map(*(x for i, name in enumerate(names) for x in (F.lit(name), F.lit(i))))
+    return rank[F.col("_metadata.file_name")].cast("bigint") * F.lit(1 << 40) + index

@@ -103,3 +103,44 @@ def mixed(h: History) -> None:
     h.send(0, [(K1, 201, None)], type_="fail")
     h.poll(5, {K: [(0, 101), (2, 105), (3, 107), (3, 999)], K1: [(0, 100), (1, 102), (5, 110), (6, 110)]})
     h.poll(6, {K: [(5, 111)], K1: [(7, 201)]})
+
+
+# ---- transactions (docs/architecture.md §3 `txn`) --------------------------------------------------------
+
+TXN_EXPECTED: dict[str, dict[str, int]] = {
+    "txn_aborted_read": {"G1a": 2},
+    "txn_own_read": {"precommitted-read": 2},
+    "txn_clean": {},
+}
+"""What the checker finds in each transactional history (the agreement tests also assert it, so that an
+agreement on nothing cannot pass)."""
+
+
+@case
+def txn_aborted_read(h: History) -> None:
+    """An aborted txn's two sends (fail: certainly not committed), read by a read_uncommitted consumer: G1a
+    for each record; the committed txn's value beside them is fine."""
+    h.txn(0, [["send", K, 1], ["send", K1, 2]], [["send", K, 1], ["send", K1, 2]], type_="fail")
+    h.txn(1, [["send", K, 3]], [["send", K, [1, 3]]])
+    h.assign(2, {"keys": [K, K1], "isolation": "read_uncommitted"})
+    h.poll(2, {K: [(0, 1), (1, 3)], K1: [(0, 2)]})
+
+
+@case
+def txn_own_read(h: History) -> None:
+    """Txns that polled their own uncommitted sends: one instance per op — the first, reading its sends to
+    two keys, is named by the key it sent to first (chaos/1); the second read another txn's committed value
+    (fine) and its own."""
+    h.txn(0, [["poll"], ["send", K1, 10], ["send", K, 11], ["poll"]],
+          [["poll", {}], ["send", K1, [0, 10]], ["send", K, [0, 11]], ["poll", {K: [[0, 11]], K1: [[0, 10]]}]])
+    h.txn(1, [["send", K, 12], ["poll"]], [["send", K, [1, 12]], ["poll", {K: [[0, 11], [1, 12]]}]])
+    h.poll(2, {K: [(0, 11), (1, 12)], K1: [(0, 10)]})
+
+
+@case
+def txn_clean(h: History) -> None:
+    """Committed txns, read at read_committed by a txn that only polls: nothing to report."""
+    h.txn(0, [["send", K, 1], ["send", K1, 2]], [["send", K, [0, 1]], ["send", K1, [0, 2]]])
+    h.txn(1, [["send", K, 3]], [["send", K, [1, 3]]])
+    h.assign(2, {"keys": [K, K1], "isolation": "read_committed"})
+    h.txn(2, [["poll"]], [["poll", {K: [[0, 1], [1, 3]], K1: [[0, 2]]}]])

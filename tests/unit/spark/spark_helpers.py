@@ -15,12 +15,14 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "duplicate": ("key", "value", "count", "offsets", "indexes", "ops"),
     "inconsistent-offsets": ("key", "offset", "index", "values", "ops"),
     "G1a": ("key", "value", "offset", "ops"),
+    "precommitted-read": ("key", "value", "offset", "ops"),
 }
 """What must agree between the engines, per anomaly Spark computes."""
 
 
 def core(result: dict[str, Any]) -> dict[str, Any]:
-    """The part of a result both engines must agree on: counts and identifying fields of the five kinds."""
+    """The part of a result both engines must agree on: counts and identifying fields of the kinds Spark
+    computes."""
     counts = {k: v for k, v in result["anomaly_counts"].items() if k in FIELDS}
     anomalies = {
         name: sorted(
@@ -58,6 +60,14 @@ class History:
         result = {k: [list(r) for r in rs] for k, rs in records.items()}
         return self.event(p, "ok", "poll", [["poll", result]])
 
+    def txn(self, p: int, invoke: list[Any], complete: list[Any], type_: str = "ok") -> tuple[int, int]:
+        """A transaction (docs/architecture.md §3 `txn`): micro-ops as invoked and as completed."""
+        return self.event(p, "invoke", "txn", invoke), self.event(p, type_, "txn", complete)
+
+    def assign(self, p: int, value: Any) -> int:
+        self.event(p, "invoke", "assign", value)
+        return self.event(p, "ok", "assign", value)
+
     def tables(self) -> tuple[pa.Table, pa.Table]:
         from kafka_chaos.checker.tables import parse_history
 
@@ -67,8 +77,13 @@ class History:
         return t.sends, t.polls
 
 
-def write_run(run_dir: Path, sends: pa.Table, polls: pa.Table) -> Path:
+def write_run(run_dir: Path, sends: pa.Table, polls: pa.Table, extra_reads: pa.Table | None = None) -> Path:
+    """The tables `kafka-chaos check` writes (checker.tables.write_tables), extra reads empty unless given."""
+    from kafka_chaos.checker.schema import EXTRA_READS_SCHEMA
+
     run_dir.mkdir(parents=True, exist_ok=True)
     pq.write_table(sends, run_dir / "sends.parquet")
     pq.write_table(polls, run_dir / "polls.parquet")
+    pq.write_table(EXTRA_READS_SCHEMA.empty_table() if extra_reads is None else extra_reads,
+                   run_dir / "extra_reads.parquet")
     return run_dir

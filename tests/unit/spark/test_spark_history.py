@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from spark_corpus import CORPUS
-from spark_helpers import History, core
+from spark_corpus import CORPUS, TXN_EXPECTED
+from spark_helpers import FIELDS, History, core
 from test_spark_job import merge, prefixed, run_spark
 
 from kafka_chaos.checker import analyse
@@ -40,9 +40,10 @@ def write_history(run_dir: Path, text: str, name: str = "history.jsonl") -> Path
 
 
 def checked(text: str) -> dict[str, Any]:
-    """The checker's own answer on the same history text (its parser, its analysis)."""
+    """The checker's own answer on the same history text (its parser, its analysis with what else the polls
+    returned, as `kafka-chaos check` runs it)."""
     tables = parse_history(text.encode())
-    return analyse(tables.sends, tables.polls).to_dict()
+    return analyse(tables.sends, tables.polls, extras=tables.extras).to_dict()
 
 
 def test_corpus_from_jsonl_agrees_with_checker(spark_session: Any, tmp_path: Path) -> None:
@@ -58,6 +59,28 @@ def test_corpus_from_jsonl_agrees_with_checker(spark_session: Any, tmp_path: Pat
     assert not list(tmp_path.glob("*/sends.parquet")), "Spark must not need the tables"
     assert core(result) == core(merge(*expected))
     assert result["complete"] is True
+
+
+def test_transactions_agree_from_jsonl_and_parquet(spark_session: Any, tmp_path: Path) -> None:
+    """The transactional histories (an aborted txn read, txns reading their own sends, committed txns read
+    at read_committed), each as history.jsonl and as the checker's Parquet tables, in one multi-run job:
+    the checker's G1a and precommitted-read, counts and instances; the cycles are named as not checked."""
+    from spark_helpers import write_run
+
+    runs, expected = [], []
+    for name in sorted(TXN_EXPECTED):
+        text = history_text(CORPUS[name]())
+        result = checked(text)
+        assert result["anomaly_counts"] == TXN_EXPECTED[name], name
+        runs.append(write_history(tmp_path / f"{name}-jsonl", text))
+        tables = parse_history(text.encode())
+        runs.append(write_run(tmp_path / f"{name}-parquet", tables.sends, tables.polls))
+        expected += [prefixed(result, f"{name}-jsonl"), prefixed(result, f"{name}-parquet")]
+    result = run_spark(spark_session, runs)
+    assert result["stats"]["source"] == "history and Parquet"
+    assert core(result) == core(merge(*expected))
+    assert result["runs"]["txn_own_read-parquet"] == {"precommitted-read": 2}
+    assert result["not_checked"]["G1c"].startswith("cycles (G0, G1c) are checked by the single-process checker")
 
 
 def test_pairing_unfinished_and_value_from_invoke(spark_session: Any, tmp_path: Path) -> None:
@@ -221,3 +244,109 @@ def test_random_histories_agree_with_checker(spark_session: Any, tmp_path_factor
         runs.append(write_history(base / f"h{n}", text))
         expected.append(prefixed(checked(text), f"h{n}"))
     assert core(run_spark(spark_session, runs)) == core(merge(*expected))
+
+
+# ---- Jepsen's rules on general histories (the checker's, checker/tables.py `PollExtras`) -----------------
+
+
+def _general_history() -> Any:
+    """The checker's generator of general histories (tests/unit/checker/test_against_reference.py): fail /
+    info polls returning records, unknown offsets, values sent twice or by nobody, txns reading their own."""
+    import importlib
+    import sys
+
+    checker_tests = str(Path(__file__).resolve().parents[1] / "checker")
+    if checker_tests not in sys.path:
+        sys.path.append(checker_tests)
+    return importlib.import_module("test_against_reference").general_history
+
+
+general_history = _general_history()
+
+
+@settings(max_examples=2, deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate],
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(seeds=st.lists(st.integers(0, 2**32), min_size=8, max_size=8))
+def test_general_histories_agree_with_checker(spark_session: Any, tmp_path_factory: pytest.TempPathFactory,
+                                              seeds: list[int]) -> None:
+    """Eight general histories per example, each as history.jsonl and as the checker's three tables, in one
+    multi-run job (two examples: a job of 16 runs takes ~25 s here; the kernel alone is checked on 300 in
+    test_spark_kernel): Spark equals the checker (with the extra reads) on each. Histories the checker refuses (a
+    value nobody sent, `:no-writer-of`) are left to test_a_value_nobody_sent_stops_spark_as_the_checker."""
+    import random
+
+    from kafka_chaos.checker.tables import write_tables
+    from kafka_chaos.errors import HistoryError
+
+    base = tmp_path_factory.mktemp("general")
+    runs, expected = [], []
+    for n, seed in enumerate(seeds):
+        text = general_history(random.Random(seed))
+        try:
+            result = checked(text)
+        except HistoryError:
+            continue
+        runs.append(write_history(base / f"g{n}", text))
+        (base / f"t{n}").mkdir()
+        write_tables(parse_history(text.encode()), base / f"t{n}")
+        runs.append(base / f"t{n}")
+        expected += [prefixed(result, f"g{n}"), prefixed(result, f"t{n}")]
+    assert core(run_spark(spark_session, runs)) == core(merge(*expected))
+
+
+def test_general_history_rules(spark_session: Any, tmp_path: Path) -> None:
+    """One history per rule, from history.jsonl and from the tables with extra_reads.parquet, in one job: an
+    info poll's record makes an inconsistent offset and a duplicate; an ok record at an unknown offset is read
+    (not unseen, not lost) and a G1a without offset; a value sent by a failed op and again by an ok one is a
+    G1a; the writer is the op that completed last (here the failed one: nothing lost); a failed txn that read
+    its own send is a precommitted read; the ok send of 5 is unseen."""
+    from kafka_chaos.checker.tables import write_tables
+
+    h = History()
+    h.send(0, [(K, 1, 0)])
+    h.send(0, [(K, 2, 1)])
+    h.send(0, [(K, 9, None)], type_="fail")
+    h.event(1, "invoke", "poll", [["poll"]])
+    h.event(1, "info", "poll", [["poll", {K: [[0, 9], [3, 2]]}]])  # 9 at 0: inconsistent; 2 at 3: duplicate
+    h.send(0, [(K1, 3, None)])  # ok, offset unknown
+    h.send(2, [(K1, 4, None)], type_="fail")
+    h.event(3, "invoke", "send", [["send", K1, 5]])
+    h.event(4, "invoke", "send", [["send", K1, 5]])
+    h.event(4, "ok", "send", [["send", K1, [1, 5]]])
+    h.event(3, "fail", "send", [["send", K1, 5]])  # 5: completed last by a failed op, so not lost
+    h.send(0, [(K1, 6, 2)])
+    h.poll(5, {K: [(0, 1), (1, 2)], K1: [(None, 3), (None, 4), (2, 6)]})
+    h.event(6, "invoke", "txn", [["poll"], ["send", K, 8]])
+    h.event(6, "fail", "txn", [["poll", {K: [[4, 8]]}], ["send", K, 8]])
+    text = history_text(h)
+    expected = checked(text)
+    assert {k: v for k, v in expected["anomaly_counts"].items() if k in FIELDS} == {
+        "inconsistent-offsets": 1, "duplicate": 1, "G1a": 1, "precommitted-read": 1, "unseen": 1}
+    assert [i["offset"] for i in expected["anomalies"]["G1a"]] == [None]
+    (tmp_path / "tables").mkdir()
+    write_tables(parse_history(text.encode()), tmp_path / "tables")
+    result = run_spark(spark_session, [write_history(tmp_path / "jsonl", text), tmp_path / "tables"])
+    assert core(result) == core(merge(prefixed(expected, "jsonl"), prefixed(expected, "tables")))
+
+
+def test_a_value_nobody_sent_stops_spark_as_the_checker(spark_session: Any, tmp_path: Path) -> None:
+    """A must-read value that no op sent (an info poll put it in the log below what ok polls reached): the
+    checker refuses the history (Jepsen's `:no-writer-of`), and so does Spark, from either input (exit 2)."""
+    from kafka_chaos.checker.tables import write_tables
+    from kafka_chaos.errors import HistoryError
+
+    h = History()
+    h.send(0, [(K, 1, 0)])
+    h.send(0, [(K, 2, 2)])
+    h.event(1, "invoke", "poll", [["poll"]])
+    h.event(1, "info", "poll", [["poll", {K: [[1, 99]]}]])
+    h.poll(2, {K: [(0, 1), (2, 2)]})
+    text = history_text(h)
+    with pytest.raises(HistoryError, match=r"value 99 .* no op sent it"):
+        checked(text)
+    (tmp_path / "tables").mkdir()
+    write_tables(parse_history(text.encode()), tmp_path / "tables")
+    for run in (write_history(tmp_path / "jsonl", text), tmp_path / "tables"):
+        with pytest.raises(SparkReconcileError, match=r"key chaos/0: value 99 .* no op sent it") as err:
+            run_spark(spark_session, [run])
+        assert err.value.exit_code == 2
