@@ -19,6 +19,7 @@ import orjson
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from kafka_chaos.checker.anomalies.cycles import DEFAULT_ISOLATION
 from kafka_chaos.checker.tables import read_state_samples
 from kafka_chaos.checker.verdicts import apply_verdicts, load_judge, verdict_inputs
 from kafka_chaos.rundir import HISTORY_FILE, RECONCILE_FILE, RESULTS_FILE, RunDir
@@ -56,6 +57,7 @@ def judge_reconciled(result: dict[str, Any], run_dirs: list[str]) -> None:
         read_by_spark = result.get("histories", {}).get(run) or {}
         run_start = _run_start(run_dir) or read_by_spark.get("run_start")
         faults = _faults(run_dir) or read_by_spark.get("faults")
+        _reader_isolation(run_dir, mine.get("G1a", []), read_by_spark)
         config, faults = verdict_inputs(run_start, faults, read_state_samples(run_dir))
         violations += apply_verdicts(
             mine, config=config, faults=faults, judge=judge, complete=bool(result.get("complete", True))
@@ -84,6 +86,51 @@ def _fill_send_ms(run_dir: Path, duplicates: list[dict[str, Any]], key_prefix: s
     for d in missing:
         ns = longest.get((str(d["key"]).removeprefix(key_prefix), int(d["value"])))
         d["send_ms"] = ns // 1_000_000 if ns is not None else None
+
+
+def _reader_isolation(run_dir: Path, g1a: list[dict[str, Any]], observed: dict[str, Any]) -> None:
+    """The checker's `isolation` (the reader's level) and `writer_txn` on Spark's G1a instances, which the model's
+    G1a verdict reads (an aborted record is Kafka's promise broken only for a read_committed reader).
+
+    From what Spark observed in the history: the `assign` values that name a level, and the processes that ran
+    `txn` ops (a writer among them wrote in a transaction: exact when a process runs one kind of op, as
+    kafka-chaos's workloads do). A run Spark read from its tables observed neither; they are read here from
+    the local history's `assign` and `txn` lines (only those lines are decoded)."""
+    todo = [i for i in g1a if "isolation" not in i and isinstance(i.get("process"), int)]
+    if not todo:
+        return
+    if "isolation" in observed:
+        levels, txn_processes = dict(observed["isolation"]), {str(p) for p in observed.get("txn_processes", [])}
+    else:
+        levels, txn_processes = _readers_and_txn_processes(run_dir)
+    for instance in todo:
+        instance["isolation"] = levels.get(str(instance["process"]), DEFAULT_ISOLATION)
+        instance["writer_txn"] = str(instance.get("writer_process")) in txn_processes
+
+
+def _readers_and_txn_processes(run_dir: Path) -> tuple[dict[str, str], set[str]]:
+    levels: dict[str, str] = {}
+    txn_processes: set[str] = set()
+    try:
+        with (run_dir / HISTORY_FILE).open("rb") as fh:
+            for line in fh:
+                assign = b'"assign"' in line and b'"isolation"' in line
+                if not assign and b'"txn"' not in line:
+                    continue
+                try:
+                    event = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    continue
+                if not isinstance(event, dict):
+                    continue
+                value = event.get("value")
+                if event.get("f") == "txn":
+                    txn_processes.add(str(event.get("process")))
+                elif isinstance(value, dict) and isinstance(value.get("isolation"), str):
+                    levels[str(event.get("process"))] = value["isolation"]
+    except OSError:
+        pass
+    return levels, txn_processes
 
 
 def _run_start(run_dir: Path) -> dict[str, Any] | None:

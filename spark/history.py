@@ -69,6 +69,10 @@ class HistoryFacts:
     side_events: list[dict[str, Any]] = field(default_factory=list)
     """The nemesis's, operator's and harness's events, in index order (values decoded)."""
     end_time: int = 0
+    isolation: dict[int, str] = field(default_factory=dict)
+    """Readers' isolation levels, from `assign` values that name one (§3): what the G1a verdict reads."""
+    txn_processes: set[int] = field(default_factory=set)
+    """Processes that ran `txn` ops: a G1a's writer among them wrote in a transaction (the verdict reads it)."""
 
     @property
     def complete(self) -> bool:
@@ -262,6 +266,7 @@ def _rows(lines: DataFrame, seen: Observation, polls_seen: Observation, key_pref
         "file", "line", "e.*")
     bad = _malformed()
     side = col("process").isin(*SIDE_PROCESSES)
+    level = f.get_json_object("line", "$.value.isolation")
     observed = events.observe(
         seen,
         f.count_if(bad).alias("malformed"),
@@ -270,6 +275,9 @@ def _rows(lines: DataFrame, seen: Observation, polls_seen: Observation, key_pref
         f.collect_list(f.when(side, f.struct("index", "time", "process", "type", "f",
                                              f.get_json_object("line", "$.value").alias("value")))).alias("side"),
         f.max("time").alias("end_time"),
+        f.collect_list(f.when((col("f") == "assign") & level.isNotNull(),
+                              f.struct(col("process").alias("process"), level.alias("level")))).alias("isolation"),
+        f.collect_set(f.when(col("f") == "txn", col("process"))).alias("txn_processes"),
     )
     client = observed.where(_is_client() & ~bad).select(
         col("process").try_cast("bigint").alias("process"), "index", "time", "type", "f", "value")
@@ -393,4 +401,11 @@ def _facts(history: HistoryFrames, seen: dict[str, Any], polls: dict[str, Any]) 
             v = event["value"]
             facts.run_start = v if isinstance(v, dict) else {"value": v}
     facts.side_events = side
+    for reader in seen.get("isolation") or []:
+        if reader is not None:
+            with contextlib.suppress(TypeError, ValueError):
+                facts.isolation[int(reader["process"])] = str(reader["level"])
+    for process in seen.get("txn_processes") or []:
+        with contextlib.suppress(TypeError, ValueError):
+            facts.txn_processes.add(int(process))
     return facts

@@ -98,7 +98,7 @@ _FIELDS: dict[str, tuple[tuple[str, str], ...]] = {
     "duplicate": (("value", "value"), ("count", "count"), ("offsets", "offsets"), ("indexes", "indexes"),
                   ("ops", "ops")),
     "inconsistent-offsets": (("offset", "offset"), ("index", "index"), ("values", "values"), ("ops", "ops")),
-    "G1a": (("value", "value"), ("offset", "offset"), ("ops", "ops")),
+    "G1a": (("value", "value"), ("offset", "offset"), ("ops", "ops"), ("processes", "processes")),
     kernel.KIND_PRECOMMITTED: (("value", "value"), ("offset", "offset"), ("ops", "ops")),
 }
 COMPUTED = (*kernel.ANOMALY_KINDS, kernel.KIND_PRECOMMITTED)
@@ -422,6 +422,8 @@ def _history_summary(facts: HistoryFacts) -> dict[str, Any]:
         "malformed_lines": facts.malformed,
         "run_start": facts.run_start,
         "faults": faults_from_history(nemesis, end_time=facts.end_time).to_dict(),
+        "isolation": {str(p): level for p, level in sorted(facts.isolation.items())},
+        "txn_processes": sorted(facts.txn_processes),
     }
 
 
@@ -464,6 +466,8 @@ def _assemble(rows: list[dict[str, Any]], cap: int, runs: list[str] | None = Non
             for column, name in _FIELDS[row["kind"]]:
                 if row[column] is not None:
                     instance[name] = [o % OP_STRIDE for o in row[column]] if column == "ops" else row[column]
+            if "processes" in instance:  # G1a: the checker's names, which the verdicts read
+                instance["writer_process"], instance["process"] = instance.pop("processes")
             instances[row["kind"]].append(instance)
     keys = dict(sorted(keys.items()))
 

@@ -117,6 +117,7 @@ FINDINGS_SCHEMA = pa.schema(
         pa.field("offsets", pa.list_(pa.int64())),
         pa.field("indexes", pa.list_(pa.int64())),
         pa.field("ops", pa.list_(pa.int64())),
+        pa.field("processes", pa.list_(pa.int64())),
         pa.field("stats", pa.list_(pa.int64())),
     ]
 )
@@ -126,7 +127,7 @@ and one `#key` row per key with `stats`."""
 FINDINGS_DDL = (
     "kind string, key string, value bigint, offset bigint, index bigint, bound bigint, count bigint, "
     "values array<bigint>, offsets array<bigint>, indexes array<bigint>, ops array<bigint>, "
-    "stats array<bigint>"
+    "processes array<bigint>, stats array<bigint>"
 )
 
 _I64 = npt.NDArray[np.int64]
@@ -298,6 +299,7 @@ def analyse_table(
     off = _np(table.column("offset"), -1)
     src = _np(table.column("src"))
     op = _np(table.column("op"), -1)
+    process = _np(table.column("process"), -1)
     is_poll = src == SRC_POLL  # records of ok polls: read, whether or not their offset is known
     any_poll = is_poll | (src == SRC_POLL_OTHER)
     is_info = src == SRC_INFO
@@ -444,7 +446,7 @@ def analyse_table(
         for r in r_sorted[:cap].tolist():
             w = int(failed_writer[gid[r]])
             emit("G1a", names[krank[r]], value=int(val[r]), offset=int(off[r]) if has_off[r] else None,
-                 ops=[int(op[w]), int(op[r])])
+                 ops=[int(op[w]), int(op[r])], processes=[int(process[w]), int(process[r])])
 
     if len(orphans):
         o_sorted = orphans[np.lexsort((g_val[orphans], g_rank[orphans]))]

@@ -179,6 +179,42 @@ def test_verdicts_from_the_history_alone(spark_session: Any, tmp_path: Path) -> 
     assert ours == theirs and ours
 
 
+def test_aborted_read_verdicts_follow_the_readers_isolation_as_the_checkers(spark_session: Any,
+                                                                           tmp_path: Path) -> None:
+    """An aborted txn's records read at read_uncommitted (permitted: KIP-98 promises nothing there) and at
+    read_committed (a violation), from the history and from the tables beside it: Spark's G1a instances get
+    the reader's isolation and the writer's txn the checker gives them, so the verdicts are the checker's."""
+    from spark_helpers import write_run
+
+    from kafka_chaos.checker.run import check_run
+
+    runs, expected = [], {}
+    for level in ("read_uncommitted", "read_committed"):
+        h = History()
+        h.txn(0, [["send", K, 1], ["send", K1, 2]], [["send", K, 1], ["send", K1, 2]], type_="fail")
+        h.assign(2, {"keys": [K, K1], "isolation": level})
+        h.poll(2, {K: [(0, 1)], K1: [(0, 2)]})
+        text = history_text(h)
+        jsonl = write_history(tmp_path / f"{level}-jsonl", text)
+        expected[level] = sorted((i["value"], i["verdict"], i["reason"])
+                                 for i in check_run(jsonl, write=False)["anomalies"]["G1a"])
+        both = write_history(tmp_path / f"{level}-tables", text)
+        tables = parse_history(text.encode())
+        os.utime(both / "history.jsonl", (1, 1))  # older than the tables: Spark reads the tables
+        write_run(both, tables.sends, tables.polls, tables.extras.reads)
+        runs += [jsonl, both]
+    result = run_spark(spark_session, runs)
+    assert result["stats"]["source"] == "history and Parquet"
+    judge_reconciled(result, [str(r) for r in runs])
+    assert expected["read_uncommitted"] and {v for _, v, _ in expected["read_uncommitted"]} == {"permitted"}
+    assert {v for _, v, _ in expected["read_committed"]} == {"violation"}
+    for run in runs:
+        level = run.name.rsplit("-", 1)[0]
+        ours = sorted((i["value"], i["verdict"], i["reason"]) for i in result["anomalies"]["G1a"]
+                      if i["key"].startswith(f"{run.name}/"))
+        assert ours == expected[level], run.name
+
+
 # ---- random general histories ----------------------------------------------------------------------------
 
 KEYS = (K, K1, "other/0")

@@ -162,3 +162,12 @@ def test_kernel_agrees_with_checker_on_general_histories() -> None:
         assert core(_assemble(rows, 10**6)) == core(expected), seed
         found += bool(core(expected)["anomaly_counts"])
     assert refused and found > 100  # the histories reach the refusal and the anomalies
+
+
+def test_the_findings_ddl_spark_reads_names_every_column_the_kernel_writes() -> None:
+    """mapInArrow's output schema is given to Spark as DDL text: a column the kernel writes that the DDL lacks
+    never reaches the driver."""
+    from kafka_chaos.spark.kernel import FINDINGS_DDL, FINDINGS_SCHEMA
+
+    ddl_names = [part.strip().split(" ", 1)[0] for part in FINDINGS_DDL.replace("array<bigint>", "array").split(",")]
+    assert ddl_names == FINDINGS_SCHEMA.names
