@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from kafka_chaos.checker.anomalies.cycles import DEFAULT_ISOLATION
+from kafka_chaos.checker.schema import ANOMALIES_BAD_BY_DEFAULT
 from kafka_chaos.checker.tables import read_state_samples
 from kafka_chaos.checker.verdicts import apply_verdicts, load_judge, verdict_inputs
 from kafka_chaos.rundir import HISTORY_FILE, RECONCILE_FILE, RESULTS_FILE, RunDir
@@ -63,6 +64,12 @@ def judge_reconciled(result: dict[str, Any], run_dirs: list[str]) -> None:
             mine, config=config, faults=faults, judge=judge, complete=bool(result.get("complete", True))
         )
     result["violations"] = sorted(violations, key=lambda v: (v["name"], str(v.get("key")), v.get("value", -1)))
+    # Jepsen's validity as check gives it, from each instance's `bad` (an aborted record read at
+    # read_uncommitted is not); a kind with more instances than listed may hide bad ones, so it counts as bad
+    listed = result.get("anomalies", {})
+    hidden = any(ANOMALIES_BAD_BY_DEFAULT.get(name, True) and count > len(listed.get(name, []))
+                 for name, count in result.get("anomaly_counts", {}).items())
+    result["valid"] = not hidden and not any(i.get("bad") for instances in listed.values() for i in instances)
 
 
 def _fill_send_ms(run_dir: Path, duplicates: list[dict[str, Any]], key_prefix: str) -> None:

@@ -208,6 +208,13 @@ def test_aborted_read_verdicts_follow_the_readers_isolation_as_the_checkers(spar
     judge_reconciled(result, [str(r) for r in runs])
     assert expected["read_uncommitted"] and {v for _, v, _ in expected["read_uncommitted"]} == {"permitted"}
     assert {v for _, v, _ in expected["read_committed"]} == {"violation"}
+    separately = {}
+    for run in runs[:2]:  # read_uncommitted: every G1a permitted and not bad, so valid as check says
+        alone = run_spark(spark_session, [run])
+        judge_reconciled(alone, [str(run)])
+        separately[run.name] = alone["valid"]
+    assert separately == {"read_uncommitted-jsonl": True, "read_uncommitted-tables": True}
+    assert result["valid"] is False  # the read_committed runs' aborted reads are bad
     for run in runs:
         level = run.name.rsplit("-", 1)[0]
         ours = sorted((i["value"], i["verdict"], i["reason"]) for i in result["anomalies"]["G1a"]
