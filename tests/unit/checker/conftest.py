@@ -1,7 +1,8 @@
 """Every history the checker's unit tests build is also a cross-check: after each test, the checker and the
 straight transcription of Jepsen's analysis (jepsen_reference) must agree on every history it wrote
 (reference_agreement.assert_agree), and the report must read it the same from the check's ops.parquet as from
-history.jsonl (report_agreement.assert_scans_agree). Histories the reader refuses (cut or malformed on purpose)
+history.jsonl (report_agreement.assert_scans_agree), and Spark's per-partition analysis must find what the
+checker finds (spark_agreement.assert_spark_agrees). Histories the reader refuses (cut or malformed on purpose)
 are skipped."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import checker_histories
 import pytest
 from reference_agreement import assert_agree
 from report_agreement import assert_scans_agree
+from spark_agreement import assert_spark_agrees
 
 from kafka_chaos.checker.tables import parse_history
 from kafka_chaos.errors import HistoryError
@@ -36,3 +38,4 @@ def jepsen_agrees_on_every_history(monkeypatch: pytest.MonkeyPatch) -> Iterator[
             continue
         assert_agree(t)
         assert_scans_agree(t)
+        assert_spark_agrees(t)
