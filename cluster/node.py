@@ -227,7 +227,7 @@ class KafkaNode:
         """Upgrade (or downgrade) this node's Kafka: controlled shutdown, the container re-created on `image` with
         the same name, ports and data volume, then wait for the server to start again."""
         self._drop_sidecar()
-        self.container.stop(timeout=30)
+        self._stop_container(30)
         self.container.remove(v=False)
         self.image = image
         self.create(network)
@@ -282,7 +282,24 @@ class KafkaNode:
     def stop(self, timeout_s: int = 30) -> None:
         """Clean shutdown (SIGTERM, controlled shutdown), then the container stops."""
         self._drop_sidecar()
-        self.container.stop(timeout=timeout_s)
+        self._stop_container(timeout_s)
+
+    def _stop_container(self, timeout_s: int) -> None:
+        """`docker stop`, tolerating Podman's race when the process exits during the call: the engine may answer
+        500 "container state improper" ("is running or paused, refusing to clean up") although the stop goes on
+        (seen in a rolling upgrade here). Then wait for the container to leave `running`; if it does not within
+        the stop's own timeout, kill it, as `docker stop` would have."""
+        try:
+            self.container.stop(timeout=timeout_s)
+            return
+        except docker.errors.APIError as err:
+            if "state improper" not in str(err):
+                raise
+        try:
+            self._wait_status({"exited", "stopped"}, timeout_s=timeout_s)
+        except ClusterError:
+            self.container.kill(signal="SIGKILL")
+            self._wait_status({"exited", "stopped"})
 
     def start(self) -> None:
         """Start a killed or stopped node with its data (after a power loss: with what its disk kept)."""
@@ -298,8 +315,8 @@ class KafkaNode:
     def resume(self) -> None:
         self.container.unpause()
 
-    def _wait_status(self, wanted: set[str]) -> None:
-        Wait(f"{self.name} to be {'/'.join(sorted(wanted))}", 30, 0.1).until(lambda: self.status() in wanted)
+    def _wait_status(self, wanted: set[str], timeout_s: float = 30) -> None:
+        Wait(f"{self.name} to be {'/'.join(sorted(wanted))}", timeout_s, 0.1).until(lambda: self.status() in wanted)
 
     def logs(self) -> str:
         try:
