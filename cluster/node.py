@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import socket
+import time
 import uuid
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Literal
@@ -228,7 +229,7 @@ class KafkaNode:
         the same name, ports and data volume, then wait for the server to start again."""
         self._drop_sidecar()
         self._stop_container(30)
-        self.container.remove(v=False)
+        self._remove_container()
         self.image = image
         self.create(network)
         Wait(f"{self.name} to start on {image}", timeout_s).until(self.started)
@@ -285,13 +286,13 @@ class KafkaNode:
         self._stop_container(timeout_s)
 
     def _stop_container(self, timeout_s: int) -> None:
-        """`docker stop`, tolerating Podman's race when the process exits during the call: the engine may answer
-        500 "container state improper" ("is running or paused, refusing to clean up") although the stop goes on
-        (seen in a rolling upgrade here). Then wait for the container to leave `running`; if it does not within
-        the stop's own timeout, kill it, as `docker stop` would have."""
+        """`docker stop`, then wait until the engine says the container stopped. Podman (4.3 here) races its own
+        cleanup with the container's exit: it may answer the stop with 500 "container state improper" ("is running
+        or paused, refusing to clean up") although the stop goes on, or answer it before its state leaves
+        `running` (a remove right after then fails); both seen in rolling upgrades here. If the container has not
+        stopped within the stop's own timeout, it is killed, as `docker stop` would have done."""
         try:
             self.container.stop(timeout=timeout_s)
-            return
         except docker.errors.APIError as err:
             if "state improper" not in str(err):
                 raise
@@ -300,6 +301,18 @@ class KafkaNode:
         except ClusterError:
             self.container.kill(signal="SIGKILL")
             self._wait_status({"exited", "stopped"})
+
+    def _remove_container(self, attempts: int = 20) -> None:
+        """Remove the stopped container (its data volume stays), again while Podman still calls it running."""
+        for _ in range(attempts - 1):
+            try:
+                self.container.remove(v=False)
+                return
+            except docker.errors.APIError as err:
+                if "state improper" not in str(err):
+                    raise
+            time.sleep(0.5)
+        self.container.remove(v=False, force=True)
 
     def start(self) -> None:
         """Start a killed or stopped node with its data (after a power loss: with what its disk kept)."""
