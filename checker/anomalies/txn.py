@@ -150,15 +150,15 @@ def with_uncommitted_skips(instances: list[dict[str, Any]], txns: TxnHistory | N
                             if isinstance(r, list) and len(r) == 2 and isinstance(r[1], int))
         if t.f == "txn" and t.type in ("fail", "info") and read:
             aborted_reads.setdefault(t.process, []).append((t.complete_time, read))
+
+    def uncommitted(v: Any) -> bool:
+        return outcome.get(int(v), ("", "ok")) in (("txn", "fail"), ("txn", "info"))
+
     for inst in instances:
         skipped = inst.get("skipped") or []
         process = int(inst["process"])
         inst["isolation"] = txns.isolation_of(process)
         whole = bool(skipped) and len(skipped) == int(inst.get("delta", 0)) - 1
-
-        def uncommitted(v: Any) -> bool:
-            return outcome.get(int(v), ("", "ok")) in (("txn", "fail"), ("txn", "info"))
-
         inst["skipped_uncommitted"] = whole and all(uncommitted(v) for v in skipped)
         times = inst.get("times") or []
         if whole and not inst["skipped_uncommitted"] and len(times) == 2:
