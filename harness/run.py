@@ -22,7 +22,6 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-from kafka_chaos.checker.run import JepsenChecker, write_results
 from kafka_chaos.cluster import ClusterPool, ClusterSpec, KafkaCluster, new_run_id
 from kafka_chaos.cluster.engine import docker_client
 from kafka_chaos.cluster.external import ExternalCluster
@@ -31,11 +30,11 @@ from kafka_chaos.cluster.observer import Observer
 from kafka_chaos.faults import plan
 from kafka_chaos.faults.nemesis import ScheduledNemesis
 from kafka_chaos.faults.operations import Operator
+from kafka_chaos.harness.check import check_run_dir
 from kafka_chaos.harness.replay import write_resolved
 from kafka_chaos.harness.scenario import Scenario, load_scenario, parse_scenario, to_toml
 from kafka_chaos.harness.testmap import Checker, Nemesis, RunContext, Workload
 from kafka_chaos.history import History
-from kafka_chaos.report import junit, write_report
 from kafka_chaos.rundir import RunDir
 from kafka_chaos.workloads.queue import QueueWorkload
 
@@ -219,32 +218,3 @@ def _execute(ctx: RunContext, workloads: list[Workload], nemeses: list[Nemesis])
         reads = [workload.final_read(ctx) for workload in workloads]
     history.record("harness", "info", "drain-complete", all(r.get("complete", True) for r in reads if r))
     observer.stop()
-
-
-def check_run_dir(run_dir: Path, console: Console | None = None, checkers: Sequence[Checker] = ()) -> dict[str, Any]:
-    """Check a stored run (also one cut short): results.json, the report, junit.xml.
-
-    The default checker writes results.json; each further checker's output is kept under `checkers` by its class
-    name, and its `violations` join the run's."""
-    results = JepsenChecker().check(Path(run_dir))
-    if checkers:
-        for checker in checkers:
-            found = checker.check(Path(run_dir))
-            results.setdefault("checkers", {})[type(checker).__name__] = found
-            results["violations"] = [*results["violations"], *found.get("violations", [])]
-        write_results(Path(run_dir), results)
-    write_junit(Path(run_dir), results)
-    try:
-        write_report(Path(run_dir))
-    except Exception as err:  # a broken report must not hide the verdict
-        (console or Console(stderr=True)).print(f"[yellow]warning:[/] report not written: {err}")
-    return results
-
-
-def write_junit(run_dir: Path, results: dict[str, Any]) -> Path:
-    """One test case per run; its failure text lists the violations."""
-    violations = results.get("violations", [])
-    failure = "\n".join(f"{v.get('name', '?')} {v.get('key', '')}: {v.get('reason', '')}"
-                        for v in violations[:200]) if violations else None
-    return junit.write_junit(RunDir(run_dir).junit, "kafka-chaos", [
-        junit.Case(run_dir.name, "kafka-chaos.run", failure, f"{len(violations)} violations")])

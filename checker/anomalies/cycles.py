@@ -31,12 +31,13 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import breadth_first_order, connected_components
+
+if TYPE_CHECKING:
+    from scipy.sparse import csr_matrix
 
 I64 = npt.NDArray[np.int64]
 READ_COMMITTED = "read_committed"
@@ -306,6 +307,8 @@ def _cycle(g: _Graph, inner: csr_matrix, lookup: dict[tuple[int, int], int], fir
     """Edge ids of a shortest cycle through edge `first`, over `inner` (the layer's edges inside components:
     a path from v back to u never leaves their component, so the search stays within it)."""
     u, v = int(g.src[first]), int(g.dst[first])
+    from scipy.sparse.csgraph import breadth_first_order
+
     _, pred = breadth_first_order(inner, v, directed=True, return_predecessors=True)
     if u != v and pred[u] < 0:
         return None
@@ -375,6 +378,9 @@ def find_cycles(h: TxnHistory) -> CycleFindings:
     found = CycleFindings([], [])
     if not len(g.src):
         return found
+    from scipy.sparse import csr_matrix  # here: a check of a history without transactions does not need scipy
+    from scipy.sparse.csgraph import connected_components
+
     total = max(n, int(g.src.max()) + 1, int(g.dst.max()) + 1)
     layers = [(np.isin(g.kind, [WW]), [WW]), (np.isin(g.kind, [WW, WR]), [WR]),
               (np.ones(len(g.kind), dtype=bool), [PROCESS, REALTIME])]
