@@ -4,6 +4,7 @@
     .venv/bin/python bench/checker_speed.py --sizes 1e5 1e6 1e7
     .venv/bin/python bench/checker_speed.py --txn --sizes 1e5 1e6   # transactional: micro-ops, cycle search
     .venv/bin/python bench/checker_speed.py --end-to-end --sizes 1e6 1e7   # `kafka-chaos check` vs Polars
+                                                    # (of a finished run, and of its history alone)
 
 A size is a number of history events (lines). Each history is generated here and checked in a fresh
 subprocess, so that the peak RSS printed (resource.getrusage; imports alone take ~150 MB) is the checker's
@@ -207,11 +208,36 @@ def check_one(run_dir: Path) -> dict[str, float]:
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
+def store_as_the_run_does(run_dir: Path) -> float:
+    """Feed the history's lines to a TableBuilder and store its tables, as the recorder does while a run writes
+    its history (checker.stored_tables); returns the seconds it took (spent during the run, not by the check)."""
+    from kafka_chaos.checker.stored_tables import TableBuilder
+
+    t0 = time.perf_counter()
+    builder = TableBuilder()
+    with (run_dir / "history.jsonl").open("rb") as fh:
+        for line in fh:
+            builder.feed(line)
+    builder.store(run_dir)
+    return time.perf_counter() - t0
+
+
+def _in_fresh_process(flag: str, run_dir: Path) -> dict[str, float]:
+    proc = subprocess.run([sys.executable, __file__, flag, str(run_dir)], capture_output=True, text=True, check=False)
+    if proc.returncode:
+        raise RuntimeError(f"{flag} failed:\n{proc.stderr[-2000:]}")
+    result: dict[str, float] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result
+
+
 def main_end_to_end(sizes: list[str]) -> int:
-    print("`kafka-chaos check` end to end (parse included, report included) vs the Polars baseline on the tables")
-    print("it wrote (the three reconciliation queries), same run; each in a fresh process; lines/s per wall second")
-    header = (f"{'lines':>11} {'MB':>7} | {'check s':>8} {'cpu s':>6} {'lines/s':>10} {'peak MB':>8} | "
-              f"{'polars s':>8} {'cpu s':>6} | {'check / polars':>14}")
+    print("`kafka-chaos check` end to end (report included) vs the Polars baseline on the tables it wrote (the three")
+    print("reconciliation queries), same run; each in a fresh process; lines/s per wall second.")
+    print("  run's tables: a finished run, whose recorder stored the tables as it wrote the history (the check")
+    print("                reads them; `store s` is what building them cost, spread over the run)")
+    print("  history only: history.jsonl alone (another tool's, or a run cut short): the check parses it")
+    header = (f"{'lines':>11} {'MB':>6} {'input':>13} | {'check s':>8} {'cpu s':>6} {'lines/s':>10} {'peak MB':>8} | "
+              f"{'polars s':>8} | {'check/polars':>12} | {'store s':>7}")
     print(header)
     print("-" * len(header))
     for size in sizes:
@@ -219,21 +245,23 @@ def main_end_to_end(sizes: list[str]) -> int:
             run_dir = Path(tmp)
             info = generate(run_dir / "history.jsonl", int(float(size)))
             mb = (run_dir / "history.jsonl").stat().st_size / 1e6
-            results = []
-            for flag in ("--one-check", "--one-polars"):
-                proc = subprocess.run([sys.executable, __file__, flag, str(run_dir)], capture_output=True, text=True,
-                                      check=False)
-                if proc.returncode:
-                    print(f"{size:>11} {flag} failed:\n{proc.stderr[-2000:]}")
-                    return 1
-                results.append(json.loads(proc.stdout.strip().splitlines()[-1]))
-        c, p = results
+            store_s = store_as_the_run_does(run_dir)
+            try:
+                rows: list[tuple[str, dict[str, float], float | None]] = [
+                    ("run's tables", _in_fresh_process("--one-check", run_dir), store_s)]
+                polars = _in_fresh_process("--one-polars", run_dir)
+                (run_dir / "tables.json").unlink()
+                rows.append(("history only", _in_fresh_process("--one-check", run_dir), None))
+            except RuntimeError as err:
+                print(f"{size:>11} {err}")
+                return 1
         lines = info["events"]
-        print(f"{lines:>11,} {mb:>7.0f} | {c['check_s']:>8.2f} {c['check_cpu_s']:>6.2f} {lines / c['check_s']:>10,.0f} "
-              f"{c['peak_rss_mb']:>8,.0f} | {p['polars_s']:>8.2f} {p['polars_cpu_s']:>6.2f} | "
-              f"{c['check_s'] / p['polars_s']:>14.1f}")
-        if p["found"]:
-            print(f"  unexpected: Polars found {p['found']:.0f} anomalies in a clean history")
+        for label, c, stored in rows:
+            print(f"{lines:>11,} {mb:>6.0f} {label:>13} | {c['check_s']:>8.2f} {c['check_cpu_s']:>6.2f} "
+                  f"{lines / c['check_s']:>10,.0f} {c['peak_rss_mb']:>8,.0f} | {polars['polars_s']:>8.2f} | "
+                  f"{c['check_s'] / polars['polars_s']:>12.1f} | " + (f"{stored:>7.1f}" if stored else f"{'-':>7}"))
+        if polars["found"]:
+            print(f"  unexpected: Polars found {polars['found']:.0f} anomalies in a clean history")
     return 0
 # --- end of end to end ---
 

@@ -17,7 +17,8 @@ from kafka_chaos.checker.cluster_events import read_events, registration_events,
 from kafka_chaos.checker.faults import faults_from_history
 from kafka_chaos.checker.health import health_summary
 from kafka_chaos.checker.results import results_dict
-from kafka_chaos.checker.tables import HistoryMeta, history_to_tables, read_state_samples, write_tables
+from kafka_chaos.checker.stored_tables import read_stored_tables, write_stored_tables
+from kafka_chaos.checker.tables import HistoryMeta, history_to_tables, read_state_samples
 from kafka_chaos.errors import HistoryError
 from kafka_chaos.rundir import HISTORY_FILE, RESULTS_FILE
 
@@ -25,16 +26,19 @@ from kafka_chaos.rundir import HISTORY_FILE, RESULTS_FILE
 def check_run(run_dir: Path, *, write: bool = True, config: Any = None) -> dict[str, Any]:
     """Check the run in `run_dir` and return docs/architecture.md §4's result dict.
 
-    Reads `history.jsonl` (and `state.jsonl`, the observer's samples, when there is one); with `write`, also
-    writes `sends.parquet`, `polls.parquet` and `results.json` there. `config` is passed to the verdicts;
-    by default it is the resolved configuration the history's `run-start` event carries (None if it has
+    Reads `history.jsonl` (and `state.jsonl`, the observer's samples, when there is one) — or, when the run
+    stored its tables as it wrote the history (checker.stored_tables), those instead of parsing it; with
+    `write`, also writes the tables (when they were parsed here) and `results.json` there. `config` is passed
+    to the verdicts; by default it is the resolved configuration the history's `run-start` event carries (None if it has
     none). The result also holds `run` (completeness details and op counts), `faults` (the fault windows)
     and, with state samples, `conformance`.
     """
     run_dir = Path(run_dir)
     if not run_dir.exists():
         raise HistoryError(f"no run directory at {run_dir}: pass a results/<run>/ directory")
-    tables = history_to_tables(run_dir / HISTORY_FILE if run_dir.is_dir() else run_dir)
+    stored = read_stored_tables(run_dir) if run_dir.is_dir() else None
+    history = run_dir / HISTORY_FILE if run_dir.is_dir() else run_dir
+    tables = stored if stored is not None else history_to_tables(history)
     meta = tables.meta
     samples = read_state_samples(run_dir) if run_dir.is_dir() else None
     faults = faults_from_history(meta.nemesis, end_time=meta.end_time)
@@ -50,7 +54,7 @@ def check_run(run_dir: Path, *, write: bool = True, config: Any = None) -> dict[
         ok_poll_times=meta.ok_poll_times,
         state_samples=samples,
         drain_start=meta.drain_start,
-        txns=_transactions(run_dir / HISTORY_FILE if run_dir.is_dir() else run_dir, meta),
+        txns=_transactions(history, meta),
         extras=tables.extras,
     )
     result = analysis.to_dict()
@@ -69,7 +73,8 @@ def check_run(run_dir: Path, *, write: bool = True, config: Any = None) -> dict[
     result["violations"] += expect_violations(result["availability"], (expect or {}).get("max_unavailable_s"))
     if write and run_dir.is_dir():
         try:
-            write_tables(tables, run_dir)
+            if stored is None:  # stored ones are there already, built from this very history
+                write_stored_tables(tables, run_dir)
         except OSError as e:
             raise HistoryError(f"cannot write results into {run_dir}: {e.strerror or e}") from e
         write_results(run_dir, result)

@@ -352,7 +352,7 @@ def history_to_tables(path: Path | str) -> HistoryTables:
         path = path / HISTORY_FILE
     try:
         with path.open("rb", buffering=1 << 20) as fh:
-            return _parse(fh, source=str(path))
+            return parse_lines(fh, source=str(path))
     except FileNotFoundError:
         raise HistoryError(
             f"no history at {path}: pass a run directory (results/<run>/) that holds {HISTORY_FILE}, "
@@ -364,11 +364,12 @@ def history_to_tables(path: Path | str) -> HistoryTables:
 
 def parse_history(data: bytes, *, source: str = HISTORY_FILE) -> HistoryTables:
     """`history_to_tables` on the bytes of a history file."""
-    return _parse(io.BytesIO(data), source=source)
+    return parse_lines(io.BytesIO(data), source=source)
 
 
-def _parse(lines: Iterable[bytes], *, source: str) -> HistoryTables:
-    """One pass over the lines (each with its newline, except perhaps the last).
+def parse_lines(lines: Iterable[bytes], *, source: str) -> HistoryTables:
+    """One pass over the lines (each with its newline, except perhaps the last). Also what a run's recorder
+    feeds as it writes (checker.stored_tables.TableBuilder).
 
     The loop is written for CPython's speed (local names, no per-record method calls): it is the one
     part of checking a run that cannot be vectorised.

@@ -22,6 +22,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
+from kafka_chaos.checker.stored_tables import TableBuilder
 from kafka_chaos.cluster import ClusterPool, ClusterSpec, KafkaCluster, new_run_id
 from kafka_chaos.cluster.engine import docker_client
 from kafka_chaos.cluster.external import ExternalCluster
@@ -124,7 +125,9 @@ def run_scenario(
     interrupted: BaseException | None = None
     try:
         with contextlib.ExitStack() as stack:
-            history = stack.enter_context(History(run.history))
+            tables = TableBuilder()  # the check's tables, built as the history is written
+            stack.callback(tables.store, run.path)  # registered first, so it runs once the history is closed
+            history = stack.enter_context(History(run.history, on_line=tables.feed))
             # clock_unix_ns: the history clock's wall-clock origin, to place the nodes' log lines (events.jsonl)
             history.record("harness", "info", "run-start",
                            {**resolved, "clock_unix_ns": time.time_ns() - history.now()})

@@ -4,6 +4,7 @@ Thread-safe: workloads, the nemesis and the harness record from their own thread
 `index` and writes the line, so file order is event order. Lines are flushed by a background thread every
 `flush_interval_s` (and on every nemesis or harness event), so a run killed at any moment leaves a readable
 prefix (at worst its last line is cut, which the checker ignores) without a syscall per record on the hot path.
+A run also hands each line to the checker's table builder (`on_line`), so checking it need not parse the file.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -22,8 +23,11 @@ Process = int | str
 
 
 class History:
-    def __init__(self, path: Path, flush_interval_s: float = 0.2) -> None:
+    def __init__(self, path: Path, flush_interval_s: float = 0.2,
+                 on_line: Callable[[bytes], None] | None = None) -> None:
+        """`on_line` is given each line as it is written (the run's table builder, checker.stored_tables)."""
         self.path = path
+        self._on_line = on_line
         self._file = path.open("ab", buffering=1 << 20)
         self._lock = threading.Lock()
         self._index = itertools.count()
@@ -63,7 +67,10 @@ class History:
             if extra:
                 event.update({k: v for k, v in extra.items() if k not in event})
             # non-str keys: values such as a reassignment's {partition: replicas} are written as JSON does
-            self._file.write(orjson.dumps(event, option=orjson.OPT_NON_STR_KEYS) + b"\n")
+            line = orjson.dumps(event, option=orjson.OPT_NON_STR_KEYS) + b"\n"
+            self._file.write(line)
+            if self._on_line is not None:
+                self._on_line(line)
             if not isinstance(process, int):
                 self._file.flush()
             return index

@@ -19,6 +19,7 @@ SENDS_FILE = "sends.parquet"  # the history's sends as a table
 POLLS_FILE = "polls.parquet"  # the history's polled records as a table
 OPS_FILE = "ops.parquet"  # the history's completed client ops (what the report draws)
 EXTRA_READS_FILE = "extra_reads.parquet"  # what else polls returned (fail / info polls, unknown offsets)
+TABLES_FILE = "tables.json"  # what the history's parse found besides the tables, so a check need not parse again
 RESULTS_FILE = "results.json"  # the checker's RunResults
 REPORT_FILE = "report.html"
 JUNIT_FILE = "junit.xml"

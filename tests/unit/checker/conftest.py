@@ -2,8 +2,9 @@
 straight transcription of Jepsen's analysis (jepsen_reference) must agree on every history it wrote
 (reference_agreement.assert_agree), and the report must read it the same from the check's ops.parquet as from
 history.jsonl (report_agreement.assert_scans_agree), and Spark's per-partition analysis must find what the
-checker finds (spark_agreement.assert_spark_agrees). Histories the reader refuses (cut or malformed on purpose)
-are skipped."""
+checker finds (spark_agreement.assert_spark_agrees), and the tables a run stores as it writes the history must
+be what parsing it gives (stored_agreement.assert_stored_agrees). Histories the reader refuses (cut or malformed on
+purpose) are skipped."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 from reference_agreement import assert_agree
 from report_agreement import assert_scans_agree
 from spark_agreement import assert_spark_agrees
+from stored_agreement import assert_stored_agrees
 
 from kafka_chaos.checker.tables import parse_history
 from kafka_chaos.errors import HistoryError
@@ -39,3 +41,4 @@ def jepsen_agrees_on_every_history(monkeypatch: pytest.MonkeyPatch) -> Iterator[
         assert_agree(t)
         assert_scans_agree(t)
         assert_spark_agrees(t)
+        assert_stored_agrees(t)
