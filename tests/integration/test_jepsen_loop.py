@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from kafka_chaos.checker.stored_tables import read_stored_tables
+from kafka_chaos.checker.tables import history_to_tables
 from kafka_chaos.cluster import labelled
 from kafka_chaos.cluster.engine import docker_client
 from kafka_chaos.harness.run import RunResult
@@ -39,6 +41,11 @@ def test_control_scenario_reports_no_anomalies(chaos_run, seed: int) -> None:
     assert sends["ok"] > 500  # it really ran under load
     polls = result.results["stats"]["ops"]["poll"]
     assert polls["ok"] > 0
+    # the recorder built the check's tables as it wrote the history: what a parse of the finished file gives
+    stored, parsed = read_stored_tables(result.run_dir), history_to_tables(result.run_dir)
+    assert stored is not None
+    assert stored.sends.equals(parsed.sends) and stored.polls.equals(parsed.polls)
+    assert stored.meta.events == parsed.meta.events == len(history(result))
 
 
 def test_acks1_isolated_leader_loses_acknowledged_writes(chaos_run) -> None:
