@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from kafka_chaos.checker.faults import FaultSummary, FaultWindow
 from kafka_chaos.reference_model.availability import (
@@ -64,13 +65,73 @@ def _col(table: pa.Table, name: str) -> npt.NDArray[Any]:
     return arr
 
 
-def _stalled_from(invoke: I64, complete: I64, a: int, b: int) -> int | None:
-    """The first moment in (a, b) a send was in flight (invoked before b, not completed by a), or None: a
-    gap in which the producer was idle is no window."""
-    inflight = (invoke < b) & (complete > a)
-    if not np.any(inflight):
-        return None
-    return max(a, int(invoke[inflight].min()))
+def _key_codes(column: pa.ChunkedArray) -> tuple[list[str], npt.NDArray[np.integer]]:
+    """The keys in sorted order, and each row's index into them. Strings are hashed once in Arrow: turning
+    millions of them into Python or numpy strings was most of the time the windows took."""
+    encoded = [pc.dictionary_encode(chunk) for chunk in column.chunks]
+    keys = sorted({k for e in encoded for k in e.dictionary.to_pylist()})
+    rank = {k: i for i, k in enumerate(keys)}
+    dtype = np.min_scalar_type(len(keys))  # fewer bytes for the grouping to go over
+    # each chunk has its own dictionary: map its entries to the ranks of the sorted keys
+    codes = [np.array([rank[k] for k in e.dictionary.to_pylist()], dtype=dtype)[e.indices.to_numpy()]
+             for e in encoded]
+    return keys, np.concatenate(codes) if codes else np.empty(0, dtype=dtype)
+
+
+def _group(codes: npt.NDArray[np.integer], n: int) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+    """The rows ordered by code (stable: each group keeps the rows' order) and each group's bounds in it."""
+    # Arrow's sort is stable and counts a small range of integers: linear, and faster than numpy's radix sort
+    order: npt.NDArray[np.intp] = pc.sort_indices(pa.array(codes)).to_numpy().view(np.intp)
+    bounds = np.concatenate(([0], np.cumsum(np.bincount(codes, minlength=n)))).astype(np.intp)
+    return order, bounds
+
+
+@dataclass(frozen=True)
+class _Sends:
+    """What the windows read of the sends, read once for all of them: the columns, each key's rows, and the ok
+    sends' completions sorted (both kinds of windows start from them)."""
+
+    keys: list[str]
+    invoke: I64
+    complete: I64  # -1: never completed
+    acked: I64  # the ok sends' `complete`, sorted
+    by_key: list[tuple[I64, I64, I64]]  # invoke, complete and acked of each key's sends, in the order of keys
+
+    @classmethod
+    def of(cls, sends: pa.Table) -> _Sends:
+        keys, codes = _key_codes(sends.column("key"))
+        invoke = _col(sends, "invoke_time").astype(np.int64, copy=False)
+        complete = sends.column("complete_time").fill_null(-1).to_numpy().astype(np.int64, copy=False)
+        ok = _ok(sends)
+        order, bounds = _group(codes, len(keys))
+        invoke_k, complete_k, ok_k = invoke[order], complete[order], ok[order]
+        by_key = []
+        for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+            c = complete_k[lo:hi]
+            by_key.append((invoke_k[lo:hi], c, _sorted(c[ok_k[lo:hi]])))
+        return cls(keys, invoke, complete, _sorted(complete[ok]), by_key)
+
+
+def _sorted(a: I64) -> I64:
+    return np.sort(a, kind="stable")  # times come mostly in order, on which numpy's timsort is near linear
+
+
+def _ok(sends: pa.Table) -> npt.NDArray[np.bool_]:
+    ok: npt.NDArray[np.bool_] = pc.equal(sends.column("type"), "ok").fill_null(False).to_numpy()
+    return ok
+
+
+def _stalled_from(invoke: I64, complete: I64, a: I64, b: I64) -> tuple[I64, npt.NDArray[np.bool_]]:
+    """For each gap (a[j], b[j]): the first moment in it a send was in flight (invoked before b, not completed
+    by a), and whether one was: a gap in which the producer was idle is no window."""
+    order = np.argsort(invoke, kind="stable")
+    invoked = invoke[order]
+    # The sends invoked before b are a prefix of `invoked`; the earliest of them still in flight after a is
+    # the first whose completion, or an earlier one's, is after a: the first the running maximum passes a.
+    reach = np.maximum.accumulate(complete[order])
+    first = np.searchsorted(reach, a, side="right")
+    found = first < np.searchsorted(invoked, b, side="left")
+    return np.maximum(a, invoked[np.minimum(first, len(invoked) - 1)]), found
 
 
 def send_gaps_of(invoke: I64, complete: I64, ok: npt.NDArray[np.bool_], *, key: str | None, end_time: int,
@@ -78,34 +139,41 @@ def send_gaps_of(invoke: I64, complete: I64, ok: npt.NDArray[np.bool_], *, key: 
     """Send windows over one set of sends (one key, or all). `complete` uses -1 for never completed."""
     if len(invoke) == 0:
         return []
-    done = np.where(complete < 0, end_time, complete)
-    oks = np.sort(done[ok])
+    return _send_windows(invoke, complete, _sorted(complete[ok]), key=key, end_time=end_time, min_gap=min_gap)
+
+
+def _send_windows(invoke: I64, complete: I64, acked: I64, *, key: str | None, end_time: int,
+                  min_gap: int) -> list[Gap]:
+    """`send_gaps_of` (`invoke` not empty) given the ok sends' `complete`, sorted."""
+    never = complete < 0
+    done = np.where(never, end_time, complete) if never.any() else complete
+    oks = acked
+    if len(acked) and acked[0] < 0:  # an ok send never completed: it counts as completing at the end
+        oks = _sorted(np.where(acked < 0, end_time, acked))
     first = int(invoke.min())
     last = int(done.max())
     bounds = np.concatenate(([first], oks, [last]))
-    d = np.diff(bounds)
-    out = []
-    for i in np.flatnonzero(d >= min_gap):
-        a, b = int(bounds[i]), int(bounds[i + 1])
-        start = _stalled_from(invoke, done, a, b)
-        if start is not None and b - start >= min_gap:
-            out.append(Gap(key, "send", start, b))
-    return out
+    i = np.flatnonzero(np.diff(bounds) >= min_gap)
+    if len(i) == 0:
+        return []
+    a, b = bounds[i], bounds[i + 1]
+    start, found = _stalled_from(invoke, done, a, b)
+    keep = found & (b - start >= min_gap)
+    return [Gap(key, "send", s, e) for s, e in zip(start[keep].tolist(), b[keep].tolist(), strict=True)]
 
 
 def send_gaps(sends: pa.Table, *, end_time: int, min_gap_s: float = 1.0) -> list[Gap]:
     """Send windows per key and for the whole run (see the module docstring)."""
     if sends.num_rows == 0:
         return []
-    keys = _col(sends, "key").astype(str)
-    invoke = _col(sends, "invoke_time").astype(np.int64)
-    comp = sends.column("complete_time").fill_null(-1).to_numpy().astype(np.int64)
-    ok = _col(sends, "type").astype(str) == "ok"
+    return _send_gaps(_Sends.of(sends), end_time=end_time, min_gap_s=min_gap_s)
+
+
+def _send_gaps(s: _Sends, *, end_time: int, min_gap_s: float) -> list[Gap]:
     min_gap = int(min_gap_s * NS)
-    out = _merge(send_gaps_of(invoke, comp, ok, key=None, end_time=end_time, min_gap=min_gap))
-    for k in sorted(set(keys.tolist())):
-        m = keys == k
-        out += _merge(send_gaps_of(invoke[m], comp[m], ok[m], key=k, end_time=end_time, min_gap=min_gap))
+    out = _merge(_send_windows(s.invoke, s.complete, s.acked, key=None, end_time=end_time, min_gap=min_gap))
+    for k, (invoke, complete, acked) in zip(s.keys, s.by_key, strict=True):
+        out += _merge(_send_windows(invoke, complete, acked, key=k, end_time=end_time, min_gap=min_gap))
     return out
 
 
@@ -127,10 +195,13 @@ def _merge(gaps: list[Gap]) -> list[Gap]:
 
 def poll_gaps_of(reads: I64, acked: I64, *, key: str | None, workload_end: int, min_gap: int) -> list[Gap]:
     """Poll windows: an acknowledged record waits `min_gap` with no read (reads and acks sorted, ns)."""
-    bounds = np.concatenate(([-1], reads[reads < workload_end], [workload_end])).astype(np.int64)
-    a, b = bounds[:-1], bounds[1:]
     if len(acked) == 0:
         return []
+    within = reads[:np.searchsorted(reads, workload_end)]  # reads are sorted: those before workload_end
+    bounds = np.concatenate(([-1], within, [workload_end])).astype(np.int64, copy=False)
+    # a window starts at or after its earlier read: reads closer than min_gap have none between them
+    wide = np.flatnonzero(np.diff(bounds) >= min_gap)
+    a, b = bounds[wide], bounds[wide + 1]
     # Between each two reads: the first record acknowledged after the earlier read, if it came before the later.
     i = np.searchsorted(acked, a, side="right")
     first_acked = acked[np.minimum(i, len(acked) - 1)]
@@ -144,23 +215,29 @@ def poll_gaps(sends: pa.Table, polls: pa.Table, *, min_gap_s: float = 1.0) -> li
     when nothing was read at all (a run without consumers)."""
     if sends.num_rows == 0 or polls.num_rows == 0:
         return []
-    skeys = _col(sends, "key").astype(str)
-    ok = _col(sends, "type").astype(str) == "ok"
-    comp = sends.column("complete_time").fill_null(-1).to_numpy().astype(np.int64)
-    workload_end = int(_col(sends, "invoke_time").max())
-    pkeys = _col(polls, "key").astype(str) if polls.num_rows else np.array([], dtype=str)
-    ptimes = _col(polls, "time").astype(np.int64) if polls.num_rows else np.array([], dtype=np.int64)
+    return _poll_gaps(_Sends.of(sends), polls, min_gap_s=min_gap_s)
+
+
+def _poll_gaps(s: _Sends, polls: pa.Table, *, min_gap_s: float) -> list[Gap]:
+    if polls.num_rows == 0:
+        return []
+    workload_end = int(s.invoke.max())
+    # polls of keys nobody sent to count for the whole run only (their code is len(s.keys))
+    pkeys = pc.index_in(polls.column("key"), value_set=pa.array(s.keys, pa.string())).fill_null(len(s.keys))
+    ptimes = _col(polls, "time").astype(np.int64, copy=False)
     min_gap = int(min_gap_s * NS)
-    out = poll_gaps_of(np.sort(ptimes), np.sort(comp[ok]), key=None, workload_end=workload_end, min_gap=min_gap)
-    for k in sorted(set(skeys.tolist())):
-        out += poll_gaps_of(np.sort(ptimes[pkeys == k]), np.sort(comp[ok & (skeys == k)]), key=k,
-                            workload_end=workload_end, min_gap=min_gap)
+    out = poll_gaps_of(_sorted(ptimes), s.acked, key=None, workload_end=workload_end, min_gap=min_gap)
+    order, bounds = _group(pkeys.to_numpy(), len(s.keys) + 1)
+    ptimes = ptimes[order]
+    for i, (k, (_, _, acked)) in enumerate(zip(s.keys, s.by_key, strict=True)):
+        out += poll_gaps_of(_sorted(ptimes[bounds[i]:bounds[i + 1]]), acked, key=k, workload_end=workload_end,
+                            min_gap=min_gap)
     return out
 
 
 def _span(sends: pa.Table, end_time: int) -> tuple[int, int]:
-    invoke = _col(sends, "invoke_time").astype(np.int64)
-    comp = sends.column("complete_time").fill_null(end_time).to_numpy().astype(np.int64)
+    invoke = _col(sends, "invoke_time").astype(np.int64, copy=False)
+    comp = sends.column("complete_time").fill_null(end_time).to_numpy().astype(np.int64, copy=False)
     return int(invoke.min()), int(max(comp.max(), invoke.max()))
 
 
@@ -281,7 +358,8 @@ def availability(
                            "profile": ((config or {}).get("cluster") or {}).get("timeouts", "fast")}
     if sends.num_rows == 0:
         return out
-    gaps = send_gaps(sends, end_time=end, min_gap_s=min_gap_s) + poll_gaps(sends, polls, min_gap_s=min_gap_s)
+    s = _Sends.of(sends)
+    gaps = _send_gaps(s, end_time=end, min_gap_s=min_gap_s) + _poll_gaps(s, polls, min_gap_s=min_gap_s)
     view = ClusterView.of(state_samples)
     windows = [judge_gap(g, faults, t, topo, view) for g in gaps]
     if events:
@@ -292,9 +370,8 @@ def availability(
     windows.sort(key=lambda w: (w["start_s"], w["key"] is not None, w["key"] or "", w["kind"]))
     lo, hi = _span(sends, end)
     span = max(hi - lo, 1)
-    keys = sorted(set(_col(sends, "key").astype(str).tolist()))
     shares = {}
-    for k in keys:
+    for k in s.keys:
         down = sum(g.end - g.start for g in gaps if g.kind == "send" and g.key == k)
         shares[k] = round(max(0.0, 1 - down / span), 4)
     whole = sum(g.end - g.start for g in gaps if g.kind == "send" and g.key is None)

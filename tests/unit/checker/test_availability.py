@@ -3,6 +3,7 @@ keys; the reference model's prediction and finding; `[expect] max_unavailable_s`
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +18,13 @@ from hypothesis import strategies as st
 from kafka_chaos.checker import check_run
 from kafka_chaos.checker.availability import (
     FINDING,
+    MERGE_WITHIN_NS,
     availability,
     expect_violations,
     poll_gaps,
     poll_gaps_of,
     send_gaps,
+    send_gaps_of,
 )
 from kafka_chaos.checker.faults import FaultSummary, FaultWindow
 from kafka_chaos.checker.schema import POLLS_SCHEMA, SENDS_SCHEMA
@@ -292,3 +295,106 @@ def test_poll_gaps_of_is_the_loop_it_replaced(reads: list[int], acked: list[int]
             want.append((start, hi))
     got = poll_gaps_of(r, a, key=K, workload_end=end, min_gap=min_gap)
     assert [(g.start, g.end) for g in got] == want
+
+
+# The per-gap loops send_gaps and poll_gaps ran before they were vectorised, in plain Python: the reference.
+Row = tuple[str, int, int | None, str]  # key, invoke, complete (None: never), type
+Win = tuple[str | None, str, int, int]  # key, kind, start, end
+
+
+def merged(gaps: list[Win]) -> list[Win]:
+    out: list[Win] = []
+    for g in gaps:
+        if out and out[-1][3] + MERGE_WITHIN_NS >= g[2]:
+            out[-1] = (g[0], g[1], out[-1][2], g[3])
+        else:
+            out.append(g)
+    return out
+
+
+def send_windows_loop(rows: list[Row], key: str | None, end: int, min_gap: int) -> list[Win]:
+    if not rows:
+        return []
+    done = [end if c is None or c < 0 else c for _, _, c, _ in rows]
+    oks = sorted(d for d, (_, _, _, type_) in zip(done, rows, strict=True) if type_ == "ok")
+    bounds = [min(inv for _, inv, _, _ in rows), *oks, max(done)]
+    out = []
+    for a, b in itertools.pairwise(bounds):
+        if b - a < min_gap:
+            continue
+        in_flight = [inv for (_, inv, _, _), d in zip(rows, done, strict=True) if inv < b and d > a]
+        if in_flight and b - max(a, min(in_flight)) >= min_gap:
+            out.append((key, "send", max(a, min(in_flight)), b))
+    return out
+
+
+def send_gaps_loop(rows: list[Row], end: int, min_gap: int) -> list[Win]:
+    out = merged(send_windows_loop(rows, None, end, min_gap))
+    for k in sorted({r[0] for r in rows}):
+        out += merged(send_windows_loop([r for r in rows if r[0] == k], k, end, min_gap))
+    return out
+
+
+def poll_gaps_loop(rows: list[Row], reads: list[tuple[str, int]], min_gap: int) -> list[Win]:
+    if not rows or not reads:
+        return []
+    workload_end = max(inv for _, inv, _, _ in rows)
+    out = []
+    for k in [None, *sorted({r[0] for r in rows})]:
+        acked = sorted(-1 if c is None else c for key, _, c, type_ in rows if type_ == "ok" and k in (None, key))
+        times = sorted(t for key, t in reads if k in (None, key) and t < workload_end)
+        if not acked:
+            continue
+        for lo, hi in zip([-1, *times], [*times, workload_end], strict=True):
+            first = next((a for a in acked if a > lo), None)
+            if first is not None and first < hi and hi - max(lo, first) >= min_gap:
+                out.append((k, "poll", max(lo, first), hi))
+    return out
+
+
+def sends_table(rows: list[Row], chunks: int) -> pa.Table:
+    table = pa.table({"value": list(range(len(rows))), "key": [r[0] for r in rows],
+                      "offset": [i if r[3] == "ok" else None for i, r in enumerate(rows)],
+                      "process": [0] * len(rows), "op_index": list(range(len(rows))), "type": [r[3] for r in rows],
+                      "invoke_time": [r[1] for r in rows], "complete_time": [r[2] for r in rows]}, schema=SENDS_SCHEMA)
+    # several chunks: each has its own dictionary of keys
+    cut = [len(rows) * i // chunks for i in range(chunks + 1)]
+    return pa.concat_tables([table.slice(lo, hi - lo) for lo, hi in itertools.pairwise(cut)])
+
+
+def polls_table(reads: list[tuple[str, int]]) -> pa.Table:
+    return pa.table({"value": list(range(len(reads))), "key": [k for k, _ in reads], "offset": list(range(len(reads))),
+                     "process": [0] * len(reads), "op_index": list(range(len(reads))), "type": ["ok"] * len(reads),
+                     "time": [t for _, t in reads]}, schema=POLLS_SCHEMA)
+
+
+TICK = 50_000_000  # ns: times are ticks plus a nanosecond or two, so gaps fall just under, on and over min_gap
+KEYS = ("a/10", "a/9", "b")
+tick_time = st.builds(lambda n, ns: n * TICK + ns, st.integers(0, 200), st.integers(-1, 1))
+send_row = st.tuples(
+    st.sampled_from(KEYS), tick_time,
+    st.one_of(st.none(), st.builds(lambda n, ns: n * TICK + ns, st.integers(-2, 40), st.integers(-1, 1))),
+    st.sampled_from(["ok", "ok", "ok", "fail", "info"]),
+).map(lambda r: (r[0], r[1], None if r[2] is None else r[1] + r[2], r[3]))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(send_row, max_size=40), st.lists(st.tuples(st.sampled_from((*KEYS, "unsent")), tick_time), max_size=40),
+       tick_time, st.sampled_from([0.0, 0.05, 0.3, 1.0]), st.integers(1, 3))
+def test_send_and_poll_gaps_are_the_loops_they_replaced(rows: list[Row], reads: list[tuple[str, int]], end: int,
+                                                        min_gap_s: float, chunks: int) -> None:
+    """Several keys, failed and never-completed sends (ok ones too), completions before invokes, an end before
+    the last completion, polls of a key nobody sent to, tables in several chunks: the vectorised windows are
+    those of the per-gap loops they replaced."""
+    min_gap = int(min_gap_s * S)
+    sends_t = sends_table(rows, chunks)
+    got = [(g.key, g.kind, g.start, g.end) for g in send_gaps(sends_t, end_time=end, min_gap_s=min_gap_s)]
+    assert got == send_gaps_loop(rows, end, min_gap)
+    got = [(g.key, g.kind, g.start, g.end) for g in poll_gaps(sends_t, polls_table(reads), min_gap_s=min_gap_s)]
+    assert got == poll_gaps_loop(rows, reads, min_gap)
+    invoke = np.array([r[1] for r in rows], dtype=np.int64)
+    complete = np.array([-1 if r[2] is None else r[2] for r in rows], dtype=np.int64)
+    ok = np.array([r[3] == "ok" for r in rows], dtype=bool)
+    got = [(g.key, g.kind, g.start, g.end) for g in send_gaps_of(invoke, complete, ok, key=None, end_time=end,
+                                                                  min_gap=min_gap)]
+    assert got == send_windows_loop(rows, None, end, min_gap)
