@@ -39,10 +39,39 @@ _BIG = np.iinfo(np.int64).max
 
 
 def _np(col: pa.ChunkedArray | pa.Array, null: int | None = None) -> I64:
-    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    """The column as int64 (nulls as `null`): Arrow's own buffer, read-only, when it is one chunk without nulls
+    (`combine_chunks` copies even a single chunk, and at 10^7 history lines a copy is 35 MB per column)."""
+    arr = _one_array(col)
     if null is not None and arr.null_count:
         arr = pc.fill_null(arr, null)
     return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+def _one_array(col: pa.ChunkedArray | pa.Array) -> pa.Array:
+    if isinstance(col, pa.ChunkedArray):
+        return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+    return col
+
+
+def _type_codes(col: pa.ChunkedArray | pa.Array) -> I64:
+    """TYPE_CODES of a type column, INFO for any other name."""
+    names = pa.array(list(TYPE_CODES), type=pa.string())
+    idx = pc.fill_null(pc.index_in(_one_array(col).cast(pa.string()), value_set=names), INFO)
+    return np.asarray(np.array([*TYPE_CODES.values()], dtype=np.int64)[idx.to_numpy(zero_copy_only=False)])
+
+
+def _key_codes(*cols: pa.ChunkedArray | pa.Array) -> tuple[list[str], list[I64]]:
+    """The key names sorted, and each column's keys coded by their rank among them: each column is
+    dictionary-encoded on its own, not concatenated with the others (a copy of every string)."""
+    encoded = [pc.dictionary_encode(_one_array(col).cast(pa.string())) for col in cols]
+    names = sorted({name for enc in encoded for name in enc.dictionary.to_pylist()})
+    rank = {name: i for i, name in enumerate(names)}
+    codes = []
+    for enc in encoded:
+        lut = np.array([rank[name] for name in enc.dictionary.to_pylist()], dtype=np.int64)
+        codes.append(np.asarray(lut[enc.indices.to_numpy(zero_copy_only=False)]) if len(lut)
+                     else np.zeros(len(enc), dtype=np.int64))
+    return names, codes
 
 
 @dataclass(frozen=True, eq=False)
@@ -195,8 +224,7 @@ def _with_extras(polls: pa.Table, extra: pa.Table) -> tuple[pa.Table, I64]:
     key_code = np.unique(np.array(both.column("key").to_pylist(), dtype=str), return_inverse=True)[1]
     order = np.lexsort((all_pos, key_code.astype(np.int64), _np(both.column("op_index"))))
     both = both.take(pa.array(order))
-    types = both.column("type").to_pylist()
-    return both, np.array([TYPE_CODES.get(t, INFO) for t in types], dtype=np.int64)
+    return both, _type_codes(both.column("type"))
 
 
 def prepare(sends: pa.Table, polls: pa.Table, extra_reads: pa.Table | None = None) -> Context:
@@ -218,76 +246,53 @@ def prepare(sends: pa.Table, polls: pa.Table, extra_reads: pa.Table | None = Non
         p_op = p_op[order]
         if p_type is not None:
             p_type = p_type[order]
-    n_s = sends.num_rows
 
     # Keys, coded in name order.
-    all_keys = pa.concat_arrays(
-        [sends.column("key").combine_chunks().cast(pa.string()), polls.column("key").combine_chunks()]
-    )
-    enc = pc.dictionary_encode(all_keys)
-    names: list[str] = enc.dictionary.to_pylist()
-    rank = np.empty(len(names), dtype=np.int64)
-    rank[np.argsort(np.array(names, dtype=object), kind="stable")] = np.arange(len(names))
-    key_all = rank[np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)]
-    keys = sorted(names)
+    keys, (s_key, p_key) = _key_codes(sends.column("key"), polls.column("key"))
     nk = len(keys)
 
     s_val = _np(sends.column("value"))
     p_val = _np(polls.column("value"))
-    val_all = np.concatenate([s_val, p_val])
-    vcode, n_values = dense_codes(val_all)
-    # Values are meant to be unique per run, so usually a value's code already identifies its pair.
-    key_of = np.full(n_values, -1, dtype=np.int64)
-    key_of[vcode] = key_all
-    if bool(np.all(key_of[vcode] == key_all)):
-        pid_all, n_pairs = vcode, n_values
-    else:
-        pid_all, n_pairs = dense_codes(key_all * np.int64(max(n_values, 1)) + vcode)
-    pair_key = np.zeros(n_pairs, dtype=np.int64)
-    pair_value = np.zeros(n_pairs, dtype=np.int64)
-    pair_key[pid_all] = key_all
-    pair_value[pid_all] = val_all
+    (s_pid, p_pid), n_pairs, pair_key, pair_value = _pair_ids(s_val, s_key, p_val, p_key)
 
-    s_off_col = sends.column("offset").combine_chunks()
-    s_type_names = sends.column("type").combine_chunks()
-    s_type = np.full(n_s, INFO, dtype=np.int64)
-    for name, code in TYPE_CODES.items():
-        s_type[np.asarray(pc.equal(s_type_names, name).to_numpy(zero_copy_only=False), dtype=bool)] = code
+    s_off_col = _one_array(sends.column("offset"))
     invoke_time = _np(sends.column("invoke_time"))
     complete_time = _np(sends.column("complete_time"), -1)
     s = SendCols(
         value=s_val,
-        key=key_all[:n_s],
+        key=s_key,
         offset=_np(s_off_col, -1),
         has_offset=np.asarray(s_off_col.is_valid().to_numpy(zero_copy_only=False), dtype=bool),
         process=_np(sends.column("process")),
         op=s_op,
-        type=s_type,
+        type=_type_codes(sends.column("type")),
         invoke_time=invoke_time,
         complete_time=complete_time,
-        pid=pid_all[:n_s],
+        pid=s_pid,
         time=np.where(complete_time >= 0, complete_time, invoke_time),
     )
-    p_off_col = polls.column("offset").combine_chunks()
+    p_off_col = _one_array(polls.column("offset"))
     p = PollCols(
         value=p_val,
-        key=key_all[n_s:],
+        key=p_key,
         offset=_np(p_off_col, -1),
         process=_np(polls.column("process")),
         op=p_op,
         time=_np(polls.column("time")),
-        pid=pid_all[n_s:],
+        pid=p_pid,
         type=p_type if p_type is not None else np.zeros(len(p_val), dtype=np.int64),
         has_offset=np.asarray(p_off_col.is_valid().to_numpy(zero_copy_only=False), dtype=bool),
     )
     all_placed = p_type is None
     placed = p if all_placed else p.select((p.type == OK) & p.has_offset)
 
-    ok_rows = p.type == OK
+    # Without extra reads every row is an ok poll's: no need to copy the columns through a mask.
+    ok_pid, ok_time = (p.pid, p.time) if all_placed else (p.pid[p.type == OK], p.time[p.type == OK])
     read = np.zeros(n_pairs, dtype=bool)
-    read[p.pid[ok_rows]] = True
+    read[ok_pid] = True
     first_read_time = np.full(n_pairs, _BIG, dtype=np.int64)
-    np.minimum.at(first_read_time, p.pid[ok_rows], p.time[ok_rows])
+    np.minimum.at(first_read_time, ok_pid, ok_time)
+    del ok_pid, ok_time
     writer = _last_writer(s, n_pairs)
 
     # must-have-committed?: ok, or info with some send of the same op read by an ok poll.
@@ -314,19 +319,69 @@ def prepare(sends: pa.Table, polls: pa.Table, extra_reads: pa.Table | None = Non
     )
 
 
+def _pair_ids(s_val: I64, s_key: I64, p_val: I64, p_key: I64) -> tuple[tuple[I64, I64], int, I64, I64]:
+    """Pair ids of the sends' and the polls' (key, value) pairs: (their pids, the number of pairs, and the key and
+    value of each pid).
+
+    Values are meant to be unique per run, so usually a value's code already identifies its pair; and a run's
+    values are usually exactly 0..n-1, where the code is the value itself: the value columns serve as the pid
+    columns, without a copy."""
+    parts = (s_val, p_val)
+    n = len(s_val) + len(p_val)
+    lo = min((int(x.min()) for x in parts if len(x)), default=0)
+    hi = max((int(x.max()) for x in parts if len(x)), default=-1)
+    codes: list[I64]
+    if n and hi - lo < 4 * n + 1024:  # dense_codes' lookup table, one table for both columns
+        present = np.zeros(hi - lo + 1, dtype=bool)
+        for x in parts:
+            present[x - lo if lo else x] = True
+        if bool(present.all()):
+            codes = [x - lo if lo else x for x in parts]
+            n_values = hi - lo + 1
+        else:
+            table = np.cumsum(present, dtype=np.int64) - 1
+            codes = [table[x - lo] for x in parts]
+            n_values = int(table[-1]) + 1
+            del table
+        del present
+    else:
+        vcode, n_values = dense_codes(np.concatenate(parts))
+        codes = [vcode[: len(s_val)], vcode[len(s_val) :]]
+    keys = (s_key, p_key)
+    key_of = np.full(n_values, -1, dtype=np.int64)
+    for c, k in zip(codes, keys, strict=True):
+        key_of[c] = k
+    if all(bool(np.all(key_of[c] == k)) for c, k in zip(codes, keys, strict=True)):
+        pids, n_pairs, pair_key = codes, n_values, key_of
+    else:
+        key_all, vcode = np.concatenate(keys), np.concatenate(codes)
+        pid_all, n_pairs = dense_codes(key_all * np.int64(max(n_values, 1)) + vcode)
+        pids = [pid_all[: len(s_val)], pid_all[len(s_val) :]]
+        pair_key = np.zeros(n_pairs, dtype=np.int64)
+        pair_key[pid_all] = key_all
+        del key_all, vcode, pid_all
+    pair_value = np.zeros(n_pairs, dtype=np.int64)
+    for pid, x in zip(pids, parts, strict=True):
+        pair_value[pid] = x
+    return (pids[0], pids[1]), n_pairs, pair_key, pair_value
+
+
 def _last_writer(s: SendCols, n_pairs: int, rows: I64 | None = None) -> I64:
     """Per pid, the sends row (among `rows`, default all) of the op that wrote it and completed last (Jepsen's
     `writer-of`: completions in history order, the later one wins); ops that never completed count as
     completing at the end. -1 where none."""
     writer = np.full(n_pairs, -1, dtype=np.int64)
+    pid = s.pid if rows is None else s.pid[rows]
     rows = np.arange(len(s), dtype=np.int64) if rows is None else rows
     if not len(rows):
         return writer
-    pid = s.pid[rows]
     writer[pid] = rows  # a value sent once (the usual case) has its one writer
-    counts = np.bincount(pid, minlength=n_pairs)
-    multi = counts[pid] > 1
-    if bool(multi.any()):  # values sent more than once: the last completion wins
+    # A row that is not its value's writer now shares the value with a later row.
+    shadowed = writer[pid] != rows
+    if bool(shadowed.any()):  # values sent more than once: the last completion wins
+        is_multi = np.zeros(n_pairs, dtype=bool)
+        is_multi[pid[shadowed]] = True
+        multi = is_multi[pid]
         rows, pid = rows[multi], pid[multi]
         done = np.where(s.complete_time[rows] >= 0, s.complete_time[rows], _BIG)
         order = np.lexsort((rows, s.op[rows], done, pid))  # by pid, then completion, op and row
