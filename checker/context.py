@@ -21,7 +21,10 @@ Jepsen's structures and their counterparts here:
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -142,16 +145,32 @@ class VersionOrders:
     """The earliest time some op showed the group's offset held something (a send's ack, a poll)."""
     key_start: I64
     """Groups of key k are `key_start[k]:key_start[k + 1]`."""
-    e_group: I64
-    """Every observation in the log (not distinct: a value sent and read is there twice) and its group."""
-    e_value: I64
-    e_pid: I64
     by_value: I64
     """Per pid: its position in `:by-index`, -1 if none."""
     first_index: I64
     """Per pid: the first position at which the value appears in the log, -1 if never."""
     last_index: I64
     """Per pid: the last position at which the value appears in the log, -1 if never."""
+    entries: Callable[[], tuple[I64, I64, I64]] = field(repr=False)
+    """Builds (e_group, e_value, e_pid): only log anomalies read them, and at 10^7 history lines they are
+    200 MB, so they are built when read."""
+
+    @cached_property
+    def e_group(self) -> I64:
+        """Every observation in the log (not distinct: a value sent and read is there twice) and its group."""
+        return self._entries[0]
+
+    @cached_property
+    def e_value(self) -> I64:
+        return self._entries[1]
+
+    @cached_property
+    def e_pid(self) -> I64:
+        return self._entries[2]
+
+    @cached_property
+    def _entries(self) -> tuple[I64, I64, I64]:
+        return self.entries()
 
     def values_between(self, key: int, i1: int, i2: int, limit: int) -> list[int]:
         """`:by-index` values strictly between positions i1 and i2 of `key`, at most `limit` of them."""
@@ -487,25 +506,49 @@ def group_codes(k: I64, o: I64) -> tuple[I64, I64, I64]:
     A Kafka key's offsets are dense, so (k, o) packs into a small range and a lookup table numbers it in
     O(n) without sorting; otherwise a sort does it.
     """
-    n = len(k)
+    (codes,), g_key, g_o = _group_codes_of([(k, o)])
+    return codes, g_key, g_o
+
+
+def _group_codes_of(parts: list[tuple[I64, I64]]) -> tuple[list[I64], I64, I64]:
+    """`group_codes` over the rows of several (k, o) arrays at once, without concatenating them: the codes of
+    each part's rows, and the key and o of each code."""
+    n = sum(len(k) for k, _ in parts)
     if n:
-        o_min = int(o.min())
-        span = int(o.max()) - o_min + 1
-        k_min = int(k.min())
-        width = (int(k.max()) - k_min + 1) * span
+        nonempty = [(k, o) for k, o in parts if len(k)]
+        o_min = min(int(o.min()) for _, o in nonempty)
+        span = max(int(o.max()) for _, o in nonempty) - o_min + 1
+        k_min = min(int(k.min()) for k, _ in nonempty)
+        width = (max(int(k.max()) for k, _ in nonempty) - k_min + 1) * span
         if width < 4 * n + 1024:
-            packed = (k - k_min) * span + (o - o_min)
+            packed = [(k - k_min) * span + (o - o_min) for k, o in parts]
             present = np.zeros(width, dtype=bool)
-            present[packed] = True
+            for x in packed:
+                present[x] = True
             table = np.cumsum(present, dtype=np.int64) - 1
             uniq = np.flatnonzero(present).astype(np.int64)
-            return table[packed], uniq // span + k_min, uniq % span + o_min
+            del present
+            return [table[x] for x in packed], uniq // span + k_min, uniq % span + o_min
+    k = np.concatenate([k for k, _ in parts])
+    o = np.concatenate([o for _, o in parts])
     order = sort_by(k, o)
     starts = _starts(k[order], o[order])
     codes = np.empty(n, dtype=np.int64)
     codes[order] = np.cumsum(starts) - 1
     first = order[starts]
-    return codes, k[first], o[first]
+    bounds = np.cumsum([0, *(len(k) for k, _ in parts)])
+    return [codes[a:b] for a, b in itertools.pairwise(bounds.tolist())], k[first], o[first]
+
+
+def _observations(s: SendCols, p: PollCols, committed: BOOL) -> list[tuple[I64, I64, I64, I64, I64]]:
+    """The log's observations, (key, offset, value, pid, time) of the sends and of the polls: every committed
+    send with an offset and every poll's record at a known offset (ok, info and fail). A table whose every row
+    counts is taken as is, not copied through a mask."""
+    out = []
+    for cols, rows in ((s, committed & s.has_offset), (p, p.has_offset)):
+        arrays = (cols.key, cols.offset, cols.value, cols.pid, cols.time)
+        out.append(arrays if bool(rows.all()) else tuple(a[rows] for a in arrays))
+    return out  # type: ignore[return-value]
 
 
 def _version_orders(s: SendCols, p: PollCols, committed: BOOL, nk: int, n_pairs: int) -> VersionOrders:
@@ -513,44 +556,56 @@ def _version_orders(s: SendCols, p: PollCols, committed: BOOL, nk: int, n_pairs:
     to emit safe data") and every committed send with an offset.
 
     Without sorting the observations: groups (distinct key, offset) are numbered in log order by
-    `group_codes`, and every per-group and per-value fact is a scatter-min / scatter-max.
+    `group_codes`, and every per-group and per-value fact is a scatter-min / scatter-max. The sends' and the
+    polls' observations are scattered one table after the other rather than concatenated (at 10^7 history
+    lines, five concatenated columns were 350 MB).
     """
-    use = committed & s.has_offset
-    pu = p.has_offset  # every poll's records (ok, info and fail) at known offsets
-    k = np.concatenate([s.key[use], p.key[pu]])
-    o = np.concatenate([s.offset[use], p.offset[pu]])
-    v = np.concatenate([s.value[use], p.value[pu]])
-    pid = np.concatenate([s.pid[use], p.pid[pu]])
-    t = np.concatenate([s.time[use], p.time[pu]])
-    group, g_key, g_offset = group_codes(k, o)
+    parts = _observations(s, p, committed)
+    groups, g_key, g_offset = _group_codes_of([(k, o) for k, o, _, _, _ in parts])
     ng = len(g_key)
     key_start = np.searchsorted(g_key, np.arange(nk + 1, dtype=np.int64)).astype(np.int64)
     g_index = np.arange(ng, dtype=np.int64) - key_start[g_key]
 
     g_value = np.full(ng, _BIG, dtype=np.int64)  # Jepsen's `first` of the offset's set: the smallest
-    np.minimum.at(g_value, group, v)
     g_vmax = np.full(ng, -_BIG, dtype=np.int64)
-    np.maximum.at(g_vmax, group, v)
+    g_first_seen = np.full(ng, _BIG, dtype=np.int64)
+    for group, (_, _, v, _, t) in zip(groups, parts, strict=True):
+        np.minimum.at(g_value, group, v)
+        np.maximum.at(g_vmax, group, v)
+        np.minimum.at(g_first_seen, group, t)
     g_nvalues = np.ones(ng, dtype=np.int64)
     mixed = np.flatnonzero(g_value != g_vmax)
+    del g_vmax
     if len(mixed):  # offsets holding several values (rare): count them exactly
         is_mixed = np.zeros(ng, dtype=bool)
         is_mixed[mixed] = True
-        rows = is_mixed[group]
-        pairs = np.unique(np.stack([group[rows], v[rows]], axis=1), axis=0)
+        sel = [is_mixed[group] for group in groups]
+        pairs = np.unique(np.stack([np.concatenate([g[r] for g, r in zip(groups, sel, strict=True)]),
+                                    np.concatenate([pt[2][r] for pt, r in zip(parts, sel, strict=True)])],
+                                   axis=1), axis=0)
         g_nvalues[mixed] = np.bincount(pairs[:, 0], minlength=ng)[mixed]
-    g_first_seen = np.full(ng, _BIG, dtype=np.int64)
-    np.minimum.at(g_first_seen, group, t)
 
-    e_index = g_index[group]
     first_index = np.full(n_pairs, _BIG, dtype=np.int64)
-    np.minimum.at(first_index, pid, e_index)
-    first_index[first_index == _BIG] = -1
     last_index = np.full(n_pairs, -1, dtype=np.int64)
-    np.maximum.at(last_index, pid, e_index)
-    chosen = v == g_value[group]
     by_value = np.full(n_pairs, -1, dtype=np.int64)
-    np.maximum.at(by_value, pid[chosen], e_index[chosen])
+    for group, (_, _, v, pid, _) in zip(groups, parts, strict=True):
+        e_index = g_index[group]
+        np.minimum.at(first_index, pid, e_index)
+        np.maximum.at(last_index, pid, e_index)
+        chosen = v == g_value[group]
+        if bool(chosen.all()):
+            np.maximum.at(by_value, pid, e_index)
+        else:
+            np.maximum.at(by_value, pid[chosen], e_index[chosen])
+        del e_index, chosen
+    first_index[first_index == _BIG] = -1
+    del groups, parts
+
+    def entries() -> tuple[I64, I64, I64]:
+        obs = _observations(s, p, committed)
+        group = np.concatenate(_group_codes_of([(k, o) for k, o, _, _, _ in obs])[0])
+        return group, np.concatenate([v for _, _, v, _, _ in obs]), np.concatenate([pid for _, _, _, pid, _ in obs])
+
     return VersionOrders(
         g_key=g_key,
         g_offset=g_offset,
@@ -559,12 +614,10 @@ def _version_orders(s: SendCols, p: PollCols, committed: BOOL, nk: int, n_pairs:
         g_value=g_value,
         g_first_seen=g_first_seen,
         key_start=key_start,
-        e_group=group,
-        e_value=v,
-        e_pid=pid,
         by_value=by_value,
         first_index=first_index,
         last_index=last_index,
+        entries=entries,
     )
 
 
