@@ -476,28 +476,46 @@ def sort_by(*cols: I64) -> npt.NDArray[np.intp]:
     """Indices that sort rows by cols (the first most significant), stably: `np.lexsort(cols[::-1])`,
     several times faster.
 
-    The columns are packed into one int64 key when their ranges allow (always, for real runs), and rows
-    are first bucketed by a narrow leading column with a radix sort, so that data already nearly in order
-    within those buckets (a key's offsets, a process's ops) costs timsort little.
+    The columns are packed into one int64 key when their ranges allow (always, for real runs). A last column
+    already in order (the ops of rows taken in op order) is left out: a stable sort keeps it in order within
+    ties of the others. Keys far from sorted are sorted by a radix sort on 16-bit digits, which numpy does in
+    O(n); keys nearly in order are first bucketed by a narrow leading column with a radix sort, so that data
+    already nearly in order within those buckets (a key's offsets, a process's ops) costs timsort little.
     """
     n = len(cols[0])
     if n < 2:
         return np.arange(n, dtype=np.intp)
+    if len(cols) > 1 and bool(np.all(cols[-1][1:] >= cols[-1][:-1])):
+        cols = cols[:-1]
     spans = [int(c.max()) - int(c.min()) + 1 for c in cols]
     total = 1
     for span in spans:
         total *= span
     if total >= 2**62:
         return np.lexsort(cols[::-1])
-    packed = np.zeros(n, dtype=np.int64)
-    for c, span in zip(cols, spans, strict=True):
+    packed = cols[0] - cols[0].min()
+    for c, span in zip(cols[1:], spans[1:], strict=True):
         packed = packed * span + (c - c.min())
-    if bool(np.all(packed[1:] >= packed[:-1])):
+    descents = int(np.count_nonzero(packed[1:] < packed[:-1]))
+    if not descents:
         return np.arange(n, dtype=np.intp)
+    if descents * 64 > n and total <= 2**48:
+        return _radix_argsort(packed, total)
     if len(cols) > 1 and spans[0] < 2**15:
         buckets = np.argsort((cols[0] - cols[0].min()).astype(np.int16), kind="stable")
         return buckets[np.argsort(packed[buckets], kind="stable")]
     return np.argsort(packed, kind="stable")
+
+
+def _radix_argsort(x: I64, total: int) -> npt.NDArray[np.intp]:
+    """Stable argsort of 0 <= x < total (at most 2**48): least significant 16 bits first."""
+    order: npt.NDArray[np.intp] = np.argsort((x & 0xFFFF).astype(np.uint16), kind="stable")
+    shift = 16
+    while (1 << shift) < total:
+        digit = ((x[order] >> shift) & 0xFFFF).astype(np.uint16)
+        order = order[np.argsort(digit, kind="stable")]
+        shift += 16
+    return order
 
 
 def group_codes(k: I64, o: I64) -> tuple[I64, I64, I64]:
