@@ -157,29 +157,39 @@ def unseen_series(
     number of unseen values in total and for the keys that ever had the most (at most `max_keys` of them).
     """
     s = ctx.sends
-    ok = np.flatnonzero(s.type == OK)
-    sent = s.time[ok]
-    read_at = ctx.first_read_time[s.pid[ok]]
-    gone = np.maximum(sent, read_at)  # _BIG when never read
+    ok = s.type == OK
+    all_ok = bool(ok.all())  # the usual case: the columns as they are, not copied through a mask
+    sent = s.time if all_ok else s.time[ok]
+    keys = s.key if all_ok else s.key[ok]
+    gone = np.maximum(sent, ctx.first_read_time[s.pid if all_ok else s.pid[ok]])  # _BIG when never read
+    del ok
     end = int(end_time if end_time is not None else (int(sent.max()) if len(sent) else 0))
     nb = end // bucket_ns + 1
     nk = len(ctx.keys)
     read = gone < _BIG
-    zeros = np.zeros(len(ok), dtype=np.int64)
-    total = _unseen_table(zeros, sent, zeros[read], gone[read], 1, nb, bucket_ns)[0]
-    # Per key, for the keys with the most values ever unseen (bounded memory: keys × buckets).
-    keys = s.key[ok]
+    gone_read = gone[read]
     ever = np.bincount(keys[gone > sent], minlength=nk)
     cand = [k for k in np.argsort(-ever, kind="stable")[: 4 * max_keys].tolist() if ever[k] > 0]
+    if nk <= 4 * max_keys:
+        # Few keys: one table of every key, whose sum is the total (one pass over the values, not two).
+        table = _unseen_table(keys, sent, keys[read], gone_read, nk, nb, bucket_ns)
+        total = table.sum(axis=0)
+        table = table[cand]
+    else:
+        zeros = np.zeros(len(sent), dtype=np.int64)
+        total = _unseen_table(zeros, sent, zeros[read], gone_read, 1, nb, bucket_ns)[0]
+        del zeros
+        # Per key, for the keys with the most values ever unseen (bounded memory: keys × buckets).
+        if cand:
+            code = np.full(nk, -1, dtype=np.int64)
+            code[cand] = np.arange(len(cand))
+            c_all, c_read = code[keys], code[keys[read]]
+            m_all, m_read = c_all >= 0, c_read >= 0
+            table = _unseen_table(
+                c_all[m_all], sent[m_all], c_read[m_read], gone_read[m_read], len(cand), nb, bucket_ns
+            )
     by_key: dict[str, list[int]] = {}
     if cand:
-        code = np.full(nk, -1, dtype=np.int64)
-        code[cand] = np.arange(len(cand))
-        c_all, c_read = code[keys], code[keys[read]]
-        m_all, m_read = c_all >= 0, c_read >= 0
-        table = _unseen_table(
-            c_all[m_all], sent[m_all], c_read[m_read], gone[read][m_read], len(cand), nb, bucket_ns
-        )
         peak = table.max(axis=1)
         top = sorted(range(len(cand)), key=lambda i: (-int(peak[i]), cand[i]))[:max_keys]
         by_key = {ctx.keys[cand[i]]: table[i].tolist() for i in sorted(top, key=lambda i: cand[i])}
@@ -207,6 +217,6 @@ def _per_bucket(
         keys, bucket = keys[keep], bucket[keep]
     else:
         bucket = np.minimum(bucket, nb - 1)
-    flat = np.bincount(keys * nb + bucket, minlength=nk * nb)
+    flat = np.bincount(keys * nb + bucket if nk > 1 else bucket, minlength=nk * nb)
     table: npt.NDArray[np.int64] = flat.astype(np.int64).reshape(nk, nb)
     return table
