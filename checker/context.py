@@ -525,12 +525,13 @@ def group_codes(k: I64, o: I64) -> tuple[I64, I64, I64]:
     O(n) without sorting; otherwise a sort does it.
     """
     (codes,), g_key, g_o = _group_codes_of([(k, o)])
-    return codes, g_key, g_o
+    return codes.astype(np.int64, copy=False), g_key, g_o
 
 
-def _group_codes_of(parts: list[tuple[I64, I64]]) -> tuple[list[I64], I64, I64]:
+def _group_codes_of(parts: list[tuple[I64, I64]]) -> tuple[list[npt.NDArray[np.signedinteger[Any]]], I64, I64]:
     """`group_codes` over the rows of several (k, o) arrays at once, without concatenating them: the codes of
-    each part's rows, and the key and o of each code."""
+    each part's rows (int32 when they fit: they index, and are half the memory), and the key and o of each
+    code."""
     n = sum(len(k) for k, _ in parts)
     if n:
         nonempty = [(k, o) for k, o in parts if len(k)]
@@ -539,14 +540,20 @@ def _group_codes_of(parts: list[tuple[I64, I64]]) -> tuple[list[I64], I64, I64]:
         k_min = min(int(k.min()) for k, _ in nonempty)
         width = (max(int(k.max()) for k, _ in nonempty) - k_min + 1) * span
         if width < 4 * n + 1024:
-            packed = [(k - k_min) * span + (o - o_min) for k, o in parts]
+            def packed(k: I64, o: I64) -> I64:
+                x: I64 = (k - k_min) * span
+                x += o
+                x -= o_min
+                return x
+
             present = np.zeros(width, dtype=bool)
-            for x in packed:
-                present[x] = True
-            table = np.cumsum(present, dtype=np.int64) - 1
+            for k, o in parts:
+                present[packed(k, o)] = True
+            table = np.cumsum(present, dtype=np.int32 if width < 2**31 else np.int64)
+            table -= 1
             uniq = np.flatnonzero(present).astype(np.int64)
             del present
-            return [table[x] for x in packed], uniq // span + k_min, uniq % span + o_min
+            return [table[packed(k, o)] for k, o in parts], uniq // span + k_min, uniq % span + o_min
     k = np.concatenate([k for k, _ in parts])
     o = np.concatenate([o for _, o in parts])
     order = sort_by(k, o)
@@ -558,15 +565,22 @@ def _group_codes_of(parts: list[tuple[I64, I64]]) -> tuple[list[I64], I64, I64]:
     return [codes[a:b] for a, b in itertools.pairwise(bounds.tolist())], k[first], o[first]
 
 
-def _observations(s: SendCols, p: PollCols, committed: BOOL) -> list[tuple[I64, I64, I64, I64, I64]]:
-    """The log's observations, (key, offset, value, pid, time) of the sends and of the polls: every committed
-    send with an offset and every poll's record at a known offset (ok, info and fail). A table whose every row
-    counts is taken as is, not copied through a mask."""
-    out = []
-    for cols, rows in ((s, committed & s.has_offset), (p, p.has_offset)):
-        arrays = (cols.key, cols.offset, cols.value, cols.pid, cols.time)
-        out.append(arrays if bool(rows.all()) else tuple(a[rows] for a in arrays))
-    return out  # type: ignore[return-value]
+class _Observed:
+    """The log's observations in one table: its rows that count (None: all of them, and then its columns are
+    read as they are, not copied through a mask)."""
+
+    def __init__(self, cols: SendCols | PollCols, rows: BOOL) -> None:
+        self.cols = cols
+        self.rows = None if bool(rows.all()) else rows
+
+    def __getitem__(self, name: str) -> I64:
+        col: I64 = getattr(self.cols, name)
+        return col if self.rows is None else col[self.rows]
+
+
+def _observations(s: SendCols, p: PollCols, committed: BOOL) -> tuple[_Observed, _Observed]:
+    """Every committed send with an offset, and every poll's record at a known offset (ok, info and fail)."""
+    return _Observed(s, committed & s.has_offset), _Observed(p, p.has_offset)
 
 
 def _version_orders(s: SendCols, p: PollCols, committed: BOOL, nk: int, n_pairs: int) -> VersionOrders:
@@ -575,11 +589,11 @@ def _version_orders(s: SendCols, p: PollCols, committed: BOOL, nk: int, n_pairs:
 
     Without sorting the observations: groups (distinct key, offset) are numbered in log order by
     `group_codes`, and every per-group and per-value fact is a scatter-min / scatter-max. The sends' and the
-    polls' observations are scattered one table after the other rather than concatenated (at 10^7 history
-    lines, five concatenated columns were 350 MB).
+    polls' observations are scattered one table after the other, each column taken when needed, rather than
+    concatenated (at 10^7 history lines, five concatenated columns were 350 MB).
     """
     parts = _observations(s, p, committed)
-    groups, g_key, g_offset = _group_codes_of([(k, o) for k, o, _, _, _ in parts])
+    groups, g_key, g_offset = _group_codes_of([(part["key"], part["offset"]) for part in parts])
     ng = len(g_key)
     key_start = np.searchsorted(g_key, np.arange(nk + 1, dtype=np.int64)).astype(np.int64)
     g_index = np.arange(ng, dtype=np.int64) - key_start[g_key]
@@ -587,42 +601,47 @@ def _version_orders(s: SendCols, p: PollCols, committed: BOOL, nk: int, n_pairs:
     g_value = np.full(ng, _BIG, dtype=np.int64)  # Jepsen's `first` of the offset's set: the smallest
     g_vmax = np.full(ng, -_BIG, dtype=np.int64)
     g_first_seen = np.full(ng, _BIG, dtype=np.int64)
-    for group, (_, _, v, _, t) in zip(groups, parts, strict=True):
+    for group, part in zip(groups, parts, strict=True):
+        v = part["value"]
         np.minimum.at(g_value, group, v)
         np.maximum.at(g_vmax, group, v)
-        np.minimum.at(g_first_seen, group, t)
-    g_nvalues = np.ones(ng, dtype=np.int64)
+        del v
+        np.minimum.at(g_first_seen, group, part["time"])
     mixed = np.flatnonzero(g_value != g_vmax)
     del g_vmax
     if len(mixed):  # offsets holding several values (rare): count them exactly
+        g_nvalues = np.ones(ng, dtype=np.int64)
         is_mixed = np.zeros(ng, dtype=bool)
         is_mixed[mixed] = True
         sel = [is_mixed[group] for group in groups]
         pairs = np.unique(np.stack([np.concatenate([g[r] for g, r in zip(groups, sel, strict=True)]),
-                                    np.concatenate([pt[2][r] for pt, r in zip(parts, sel, strict=True)])],
+                                    np.concatenate([pt["value"][r] for pt, r in zip(parts, sel, strict=True)])],
                                    axis=1), axis=0)
         g_nvalues[mixed] = np.bincount(pairs[:, 0], minlength=ng)[mixed]
+    else:  # one value everywhere: a read-only view of a single 1, not 8 bytes per group
+        g_nvalues = np.broadcast_to(np.ones(1, dtype=np.int64), (ng,))
 
     first_index = np.full(n_pairs, _BIG, dtype=np.int64)
     last_index = np.full(n_pairs, -1, dtype=np.int64)
     by_value = np.full(n_pairs, -1, dtype=np.int64)
-    for group, (_, _, v, pid, _) in zip(groups, parts, strict=True):
+    for group, part in zip(groups, parts, strict=True):
         e_index = g_index[group]
+        pid = part["pid"]
         np.minimum.at(first_index, pid, e_index)
         np.maximum.at(last_index, pid, e_index)
-        chosen = v == g_value[group]
+        chosen = part["value"] == g_value[group]
         if bool(chosen.all()):
             np.maximum.at(by_value, pid, e_index)
         else:
             np.maximum.at(by_value, pid[chosen], e_index[chosen])
-        del e_index, chosen
+        del e_index, chosen, pid
     first_index[first_index == _BIG] = -1
-    del groups, parts
+    del groups
 
     def entries() -> tuple[I64, I64, I64]:
-        obs = _observations(s, p, committed)
-        group = np.concatenate(_group_codes_of([(k, o) for k, o, _, _, _ in obs])[0])
-        return group, np.concatenate([v for _, _, v, _, _ in obs]), np.concatenate([pid for _, _, _, pid, _ in obs])
+        group = np.concatenate(_group_codes_of([(part["key"], part["offset"]) for part in parts])[0])
+        return (group.astype(np.int64, copy=False), np.concatenate([part["value"] for part in parts]),
+                np.concatenate([part["pid"] for part in parts]))
 
     return VersionOrders(
         g_key=g_key,
