@@ -379,9 +379,12 @@ def _pair_ids(s_val: I64, s_key: I64, p_val: I64, p_key: I64) -> tuple[tuple[I64
         pair_key = np.zeros(n_pairs, dtype=np.int64)
         pair_key[pid_all] = key_all
         del key_all, vcode, pid_all
-    pair_value = np.zeros(n_pairs, dtype=np.int64)
-    for pid, x in zip(pids, parts, strict=True):
-        pair_value[pid] = x
+    if pids[0] is s_val and pids[1] is p_val:  # the values are their own pids: pair p is value p
+        pair_value = np.arange(n_pairs, dtype=np.int64)
+    else:
+        pair_value = np.zeros(n_pairs, dtype=np.int64)
+        for pid, x in zip(pids, parts, strict=True):
+            pair_value[pid] = x
     return (pids[0], pids[1]), n_pairs, pair_key, pair_value
 
 
@@ -444,6 +447,12 @@ def segmented_cummax(x: I64, seg: I64) -> I64:
     """Running maximum of x that restarts wherever `seg` changes (x grouped by seg)."""
     if not len(x):
         return x.copy()
+    bounds = _few_segments(seg)
+    if bounds is not None:
+        out_: I64 = np.empty_like(x)
+        for a, b in itertools.pairwise(bounds):
+            np.maximum.accumulate(x[a:b], out=out_[a:b])
+        return out_
     run = np.cumsum(segment_starts(seg)) - 1
     lo, hi = int(x.min()), int(x.max())
     span = hi - lo + 1
@@ -457,8 +466,23 @@ def segmented_cummax(x: I64, seg: I64) -> I64:
 
 def segmented_cummin_reverse(x: I64, seg: I64) -> I64:
     """Minimum of x over each element and every later one of its segment (suffix minimum per segment)."""
+    bounds = _few_segments(seg) if len(x) else None
+    if bounds is not None:
+        out: I64 = np.empty_like(x)
+        for a, b in itertools.pairwise(bounds):
+            out[a:b] = np.minimum.accumulate(x[a:b][::-1])[::-1]
+        return out
     r = x[::-1]
     return -segmented_cummax(-r, seg[::-1])[::-1]
+
+
+def _few_segments(seg: I64) -> list[int] | None:
+    """The bounds of seg's runs when they are few and long (a key's log groups, a process's polls of a key):
+    then a plain running max or min per run is one pass, where lifting the segments apart takes several."""
+    starts = np.flatnonzero(segment_starts(seg))
+    if len(starts) * 4096 > len(seg):
+        return None
+    return [*starts.tolist(), len(seg)]
 
 
 def _starts(*cols: I64) -> BOOL:
@@ -623,18 +647,19 @@ def _version_orders(s: SendCols, p: PollCols, committed: BOOL, nk: int, n_pairs:
 
     first_index = np.full(n_pairs, _BIG, dtype=np.int64)
     last_index = np.full(n_pairs, -1, dtype=np.int64)
-    by_value = np.full(n_pairs, -1, dtype=np.int64)
+    # With one value at every offset, every observation is its offset's `:by-index` value, and a value's
+    # position in `:by-value` is its last one: the same array serves both.
+    by_value = last_index if not len(mixed) else np.full(n_pairs, -1, dtype=np.int64)
     for group, part in zip(groups, parts, strict=True):
         e_index = g_index[group]
         pid = part["pid"]
         np.minimum.at(first_index, pid, e_index)
         np.maximum.at(last_index, pid, e_index)
-        chosen = part["value"] == g_value[group]
-        if bool(chosen.all()):
-            np.maximum.at(by_value, pid, e_index)
-        else:
+        if len(mixed):
+            chosen = part["value"] == g_value[group]
             np.maximum.at(by_value, pid[chosen], e_index[chosen])
-        del e_index, chosen, pid
+            del chosen
+        del e_index, pid
     first_index[first_index == _BIG] = -1
     del groups
 
@@ -674,4 +699,4 @@ def op_key_order(ctx: Context, table: str) -> I64:
 def deltas(prev_index: I64, cur_index: I64) -> I64:
     """Jepsen's delta between two positions: their difference when both are known, else 1 (no claim)."""
     known = (prev_index >= 0) & (cur_index >= 0)
-    return np.where(known, cur_index - prev_index, 1).astype(np.int64)
+    return np.where(known, cur_index - prev_index, 1).astype(np.int64, copy=False)

@@ -55,9 +55,12 @@ def within_op_steps(ctx: Context, table: str, cols: Any) -> Iterator[tuple[int, 
         return
     order = op_key_order(ctx, table)
     op, key = cols.op[order], cols.key[order]
-    idx = ctx.vo.by_value[cols.pid[order]]
     same = np.zeros(len(order), dtype=bool)
     same[1:] = (op[1:] == op[:-1]) & (key[1:] == key[:-1])
+    del op
+    if not bool(same.any()):  # no op has two records of a key (sends, one value per op, usually)
+        return
+    idx = ctx.vo.by_value[cols.pid[order]]
     d = np.zeros(len(order), dtype=np.int64)
     d[1:] = deltas(idx[:-1], idx[1:])
     for j in np.flatnonzero(same & ((d > 1) | (d < 1))).tolist():
