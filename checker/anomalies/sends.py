@@ -76,9 +76,13 @@ def nonmonotonic_send_cases(ctx: Context, resets: Iterable[Reset] = ()) -> list[
     op, key = s.op[rows], s.key[rows]
     new = np.ones(len(rows), dtype=bool)
     new[1:] = (op[1:] != op[:-1]) | (key[1:] != key[:-1])
-    first = rows[new]
-    last = rows[np.r_[np.flatnonzero(new)[1:] - 1, len(rows) - 1]]
-    del op, key, new
+    del op, key
+    if bool(new.all()):  # one send per (op, key), as when every op sends one value: no groups to gather
+        first = last = rows
+    else:
+        first = rows[new]
+        last = rows[np.r_[np.flatnonzero(new)[1:] - 1, len(rows) - 1]]
+    del new
     # Each group's facts are gathered in row order, where the gathers read memory in order; only the few
     # arrays compared along the (process, key, op) order are permuted (at 10^7 history lines each random
     # gather of a sends column cost about as much as the rest of the check).
@@ -90,7 +94,10 @@ def nonmonotonic_send_cases(ctx: Context, resets: Iterable[Reset] = ()) -> list[
     follows[1:] = sorted_pk[1:] == sorted_pk[:-1]
     del sorted_pk
     d = np.zeros(len(first), dtype=np.int64)
-    d[1:] = deltas(by_value[s.pid[last]][g[:-1]], by_value[s.pid[first]][g[1:]])
+    i_first = by_value[s.pid[first]]
+    i_last = i_first if last is first else by_value[s.pid[last]]
+    d[1:] = deltas(i_last[g[:-1]], i_first[g[1:]])
+    del i_first, i_last
     out = []
     breaks = PositionBreaks(resets)
     for j in np.flatnonzero(follows & (d < 1)).tolist():
