@@ -63,17 +63,29 @@ def _type_codes(col: pa.ChunkedArray | pa.Array) -> I64:
     return np.asarray(np.array([*TYPE_CODES.values()], dtype=np.int64)[idx.to_numpy(zero_copy_only=False)])
 
 
-def _key_codes(*cols: pa.ChunkedArray | pa.Array) -> tuple[list[str], list[I64]]:
-    """The key names sorted, and each column's keys coded by their rank among them: each column is
-    dictionary-encoded on its own, not concatenated with the others (a copy of every string)."""
-    encoded = [pc.dictionary_encode(_one_array(col).cast(pa.string())) for col in cols]
-    names = sorted({name for enc in encoded for name in enc.dictionary.to_pylist()})
+def _key_codes(first: pa.ChunkedArray | pa.Array, *rest: pa.ChunkedArray | pa.Array) -> tuple[list[str], list[I64]]:
+    """The key names sorted, and each column's keys coded by their rank among them. Each column is coded on
+    its own, not concatenated with the others (a copy of every string); the first column's names are looked
+    up in the others (polls read the keys sends wrote), which is cheaper than encoding them too."""
+    arrays = [_one_array(col).cast(pa.string()) for col in (first, *rest)]
+    encoded = pc.dictionary_encode(arrays[0])
+    names = sorted(encoded.dictionary.to_pylist())
+    value_set = pa.array(names, type=pa.string())
+    indices = [encoded.indices]
     rank = {name: i for i, name in enumerate(names)}
-    codes = []
-    for enc in encoded:
-        lut = np.array([rank[name] for name in enc.dictionary.to_pylist()], dtype=np.int64)
-        codes.append(np.asarray(lut[enc.indices.to_numpy(zero_copy_only=False)]) if len(lut)
-                     else np.zeros(len(enc), dtype=np.int64))
+    lut = np.array([rank[name] for name in encoded.dictionary.to_pylist()], dtype=np.int64)
+    for arr in arrays[1:]:
+        idx = pc.index_in(arr, value_set=value_set)
+        if idx.null_count:  # names the first column does not have: code every column against all names
+            names = sorted({*names, *(n for a in arrays for n in pc.unique(a).to_pylist())})
+            value_set = pa.array(names, type=pa.string())
+            lut = np.arange(len(names), dtype=np.int64)
+            indices = [pc.index_in(a, value_set=value_set) for a in arrays]
+            break
+        indices.append(idx)
+    codes = [np.asarray(lut[indices[0].to_numpy(zero_copy_only=False)]) if len(lut)
+             else np.zeros(len(arrays[0]), dtype=np.int64)]
+    codes += [np.asarray(idx.to_numpy(zero_copy_only=False), dtype=np.int64) for idx in indices[1:]]
     return names, codes
 
 
