@@ -702,9 +702,20 @@ def op_key_order(ctx: Context, table: str) -> I64:
     order = ctx.memo.get(name)
     if order is None:
         cols = ctx.sends if table == "sends" else ctx.polls
-        order = sort_by(cols.op, cols.key).astype(np.int64)
+        order = sort_by(cols.op, cols.key).astype(np.int64, copy=False)
         ctx.memo[name] = order
+        ctx.memo[f"{name}:identity"] = bool(np.all(order[1:] > order[:-1])) if len(order) else True
     result: I64 = order
+    return result
+
+
+def in_op_key_order(ctx: Context, table: str, col: I64) -> I64:
+    """`col[op_key_order(ctx, table)]`, or col itself when the rows are in that order already (they usually
+    are: a gather of the whole column for nothing)."""
+    order = op_key_order(ctx, table)
+    if ctx.memo[f"op_key_order:{table}:identity"]:
+        return col
+    result: I64 = col[order]
     return result
 
 

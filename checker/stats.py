@@ -12,6 +12,7 @@ from kafka_chaos.checker.context import (
     INFO,
     OK,
     Context,
+    in_op_key_order,
     op_key_order,
     segment_starts,
     segmented_cummax,
@@ -80,12 +81,18 @@ def realtime_lag(ctx: Context, until: int | None = None) -> dict[str, Any]:
     expired_at = segmented_cummin_reverse(vo.g_first_seen, vo.g_key)
 
     # Per (op, key) of the polls: the highest offset read, then the process's highest so far.
-    rows = op_key_order(ctx, "polls") if p is ctx.polls else sort_by(p.op, p.key).astype(np.int64)
-    op, key = p.op[rows], p.key[rows]
+    if p is ctx.polls:
+        rows = op_key_order(ctx, "polls")
+        op, key, offset = (in_op_key_order(ctx, "polls", c) for c in (p.op, p.key, p.offset))
+    else:
+        rows = sort_by(p.op, p.key).astype(np.int64)
+        op, key, offset = p.op[rows], p.key[rows], p.offset[rows]
     first = np.flatnonzero(segment_starts(op) | segment_starts(key))
-    g_off = np.maximum.reduceat(p.offset[rows], first)
+    g_off = np.maximum.reduceat(offset, first)
     g_key, g_op = key[first], op[first]
-    g_proc, g_time = p.process[rows][first], p.time[rows][first]
+    del op, key, offset
+    first_row = rows[first]  # gather the groups' first rows only, not whole columns
+    g_proc, g_time = p.process[first_row], p.time[first_row]
     go = sort_by(g_proc, g_key, g_op)
     g_off, g_key, g_proc, g_time = g_off[go], g_key[go], g_proc[go], g_time[go]
     seg = np.cumsum(segment_starts(g_proc) | segment_starts(g_key), dtype=np.int64)
