@@ -576,10 +576,11 @@ def _group_codes_of(parts: list[tuple[I64, I64]]) -> tuple[list[npt.NDArray[np.s
         k_min = min(int(k.min()) for k, _ in nonempty)
         width = (max(int(k.max()) for k, _ in nonempty) - k_min + 1) * span
         if width < 4 * n + 1024:
-            def packed(k: I64, o: I64) -> I64:
-                x: I64 = (k - k_min) * span
+            def packed(k: I64, o: I64) -> I64:  # in place where it can: each pass over the rows counts
+                x: I64 = (k - k_min if k_min else k) * span
                 x += o
-                x -= o_min
+                if o_min:
+                    x -= o_min
                 return x
 
             present = np.zeros(width, dtype=bool)
@@ -589,7 +590,11 @@ def _group_codes_of(parts: list[tuple[I64, I64]]) -> tuple[list[npt.NDArray[np.s
             table -= 1
             uniq = np.flatnonzero(present).astype(np.int64)
             del present
-            return [table[packed(k, o)] for k, o in parts], uniq // span + k_min, uniq % span + o_min
+            g_key, g_o = np.divmod(uniq, span)
+            del uniq
+            g_key += k_min
+            g_o += o_min
+            return [table[packed(k, o)] for k, o in parts], g_key, g_o
     k = np.concatenate([k for k, _ in parts])
     o = np.concatenate([o for _, o in parts])
     order = sort_by(k, o)
@@ -608,10 +613,19 @@ class _Observed:
     def __init__(self, cols: SendCols | PollCols, rows: BOOL) -> None:
         self.cols = cols
         self.rows = None if bool(rows.all()) else rows
+        self._taken: dict[int, I64] = {}
 
     def __getitem__(self, name: str) -> I64:
         col: I64 = getattr(self.cols, name)
-        return col if self.rows is None else col[self.rows]
+        if self.rows is None:
+            return col
+        if name not in ("value", "pid"):
+            return col[self.rows]
+        # The value column usually serves as the pid column too (`_pair_ids`): copied through the mask once.
+        taken = self._taken.get(id(col))
+        if taken is None:
+            taken = self._taken[id(col)] = col[self.rows]
+        return taken
 
 
 def _observations(s: SendCols, p: PollCols, committed: BOOL) -> tuple[_Observed, _Observed]:
@@ -673,9 +687,10 @@ def _version_orders(s: SendCols, p: PollCols, committed: BOOL, nk: int, n_pairs:
             del chosen
         del e_index, pid
     first_index[first_index == _BIG] = -1
-    del groups
+    del groups, parts
 
     def entries() -> tuple[I64, I64, I64]:
+        parts = _observations(s, p, committed)
         group = np.concatenate(_group_codes_of([(part["key"], part["offset"]) for part in parts])[0])
         return (group.astype(np.int64, copy=False), np.concatenate([part["value"] for part in parts]),
                 np.concatenate([part["pid"] for part in parts]))
