@@ -88,15 +88,17 @@ def nonmonotonic_send_cases(ctx: Context, resets: Iterable[Reset] = ()) -> list[
     # gather of a sends column cost about as much as the rest of the check).
     proc_key = (s.process[first] - int(s.process.min())) * len(ctx.keys) + s.key[first]
     g = sort_by(proc_key, s.op[first])
+    # Along g, a group follows the one before it unless it starts its (process, key): where each starts is
+    # known from how many groups each has, without permuting proc_key.
+    counts = np.bincount(proc_key)
+    del proc_key
+    follows = np.ones(len(first), dtype=bool)
+    follows[(np.cumsum(counts) - counts)[counts > 0]] = False
     by_value = ctx.vo.by_value
-    sorted_pk = proc_key[g]
-    follows = np.zeros(len(first), dtype=bool)
-    follows[1:] = sorted_pk[1:] == sorted_pk[:-1]
-    del sorted_pk
     d = np.zeros(len(first), dtype=np.int64)
-    i_first = by_value[s.pid[first]]
-    i_last = i_first if last is first else by_value[s.pid[last]]
-    d[1:] = deltas(i_last[g[:-1]], i_first[g[1:]])
+    i_first = by_value[s.pid[first]][g]
+    i_last = i_first if last is first else by_value[s.pid[last]][g]
+    d[1:] = deltas(i_last[:-1], i_first[1:])
     del i_first, i_last
     out = []
     breaks = PositionBreaks(resets)
