@@ -1,6 +1,7 @@
 """The shared intermediate state of an analysis (Jepsen's `analysis` map), as numpy arrays.
 
-Every anomaly function reads one `Context`. Nothing here loops over rows in Python.
+Every anomaly function reads one `Context`. Nothing here loops over rows in Python. Its arrays are read-only:
+columns are Arrow's buffers where they can be, and some arrays are shared or views (see `VersionOrders`).
 
 Codes:
 - keys are coded 0..K-1 in order of their names, so sorting by key code sorts by name;
@@ -145,6 +146,9 @@ class VersionOrders:
     several (inconsistent offsets); here it is the smallest, so that the result is deterministic.
     `:by-value` maps a value to the *last* position at which it was so chosen (Jepsen builds it with
     `into {}`, where later entries win).
+
+    Read-only, as every array of a Context: with one value at every offset `by_value` is `last_index` itself,
+    and `g_nvalues` a view of a single 1.
     """
 
     g_key: I64
@@ -164,8 +168,8 @@ class VersionOrders:
     last_index: I64
     """Per pid: the last position at which the value appears in the log, -1 if never."""
     entries: Callable[[], tuple[I64, I64, I64]] = field(repr=False)
-    """Builds (e_group, e_value, e_pid): only log anomalies read them, and at 10^7 history lines they are
-    200 MB, so they are built when read."""
+    """Builds (e_group, e_value, e_pid), which are built when first read: only log anomalies read them, and
+    they are three columns as long as the log's observations (200 MB at 10^7 history lines)."""
 
     @cached_property
     def e_group(self) -> I64:
@@ -311,7 +315,8 @@ def prepare(sends: pa.Table, polls: pa.Table, extra_reads: pa.Table | None = Non
         op=p_op,
         time=_np(polls.column("time")),
         pid=p_pid,
-        type=p_type if p_type is not None else np.zeros(len(p_val), dtype=np.int64),
+        # Without extra reads every row is an ok poll's: a read-only view of one OK, not 8 bytes per row.
+        type=p_type if p_type is not None else np.broadcast_to(np.full(1, OK, dtype=np.int64), (len(p_val),)),
         has_offset=np.asarray(p_off_col.is_valid().to_numpy(zero_copy_only=False), dtype=bool),
     )
     all_placed = p_type is None
@@ -586,7 +591,8 @@ def _group_codes_of(parts: list[tuple[I64, I64]]) -> tuple[list[npt.NDArray[np.s
             present = np.zeros(width, dtype=bool)
             for k, o in parts:
                 present[packed(k, o)] = True
-            table = np.cumsum(present, dtype=np.int32 if width < 2**31 else np.int64)
+            table: npt.NDArray[np.signedinteger[Any]] = np.cumsum(
+                present, dtype=np.int32 if width < 2**31 else np.int64)
             table -= 1
             uniq = np.flatnonzero(present).astype(np.int64)
             del present

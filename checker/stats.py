@@ -142,21 +142,22 @@ def run_stats(
 ) -> dict[str, Any]:
     """Everything the report shows besides anomalies."""
     s, p = ctx.sends, ctx.placed
-    ok_send_t = s.complete_time[(s.type == OK) & (s.complete_time >= 0)]
+    ok = s.type == OK
+    ok_send_t = s.complete_time[ok & (s.complete_time >= 0)]
     poll_t = ok_poll_times if ok_poll_times is not None else p.time[segment_starts(p.op)]
     if end_time is None:
         end_time = int(max([0, *(int(a.max()) for a in (s.time, p.time) if len(a))]))
-    ok_send_ops = int(segment_starts(s.op[s.type == OK]).sum())
+    ok_send_ops = int(np.count_nonzero(segment_starts(s.op[ok])))
     return {
         "ops": op_counts if op_counts is not None else op_counts_from_tables(ctx),
         "records": {
             "sent": {
-                "ok": int((s.type == OK).sum()),
-                "info": int((s.type == INFO).sum()),
-                "fail": int((s.type == FAIL).sum()),
+                "ok": int(np.count_nonzero(ok)),
+                "info": int(np.count_nonzero(s.type == INFO)),
+                "fail": int(np.count_nonzero(s.type == FAIL)),
             },
             "polled": len(p),
-            "distinct_read": int(ctx.read.sum()),
+            "distinct_read": int(np.count_nonzero(ctx.read)),
         },
         "keys": len(ctx.keys),
         "ok_send_ops": ok_send_ops,

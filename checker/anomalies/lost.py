@@ -51,13 +51,12 @@ def lost_write_cases(ctx: Context) -> list[dict[str, Any]]:
     read_pids = np.flatnonzero(ctx.read)
     np.maximum.at(bound, ctx.pair_key[read_pids], vo.first_index[read_pids])
 
-    w = ctx.writer
-    has_writer = w >= 0
-    writer_committed = np.zeros(ctx.n_pairs, dtype=bool)
-    writer_committed[has_writer] = ctx.committed[w[has_writer]]
     last = vo.last_index
-    must_read = (last >= 0) & (last <= bound[ctx.pair_key]) & ~ctx.read
-    orphans = np.flatnonzero(must_read & ~has_writer)
+    # Only the few values that must have been read and were not need their writer looked up.
+    must_read = np.flatnonzero((last >= 0) & (last <= bound[ctx.pair_key]) & ~ctx.read)
+    w = ctx.writer
+    must_w = w[must_read]
+    orphans = must_read[must_w < 0]
     if len(orphans):
         pid = int(orphans[0])
         k = int(ctx.pair_key[pid])
@@ -66,8 +65,7 @@ def lost_write_cases(ctx: Context) -> list[dict[str, Any]]:
             f"read it) before what ok polls reached, but no op sent it ({len(orphans)} such values in all). "
             "Jepsen's lost-write-cases stops there (:no-writer-of): a history must hold every send of the "
             "values it reads (one run's, on a topic that was empty)")
-    lost = must_read & writer_committed
-    lost_pids = np.flatnonzero(lost)
+    lost_pids = must_read[ctx.committed[must_w]]  # every writer is known by now
     if not len(lost_pids):
         return []
 
