@@ -740,7 +740,9 @@ def in_op_key_order(ctx: Context, table: str, col: I64) -> I64:
     return result
 
 
-def deltas(prev_index: I64, cur_index: I64) -> I64:
-    """Jepsen's delta between two positions: their difference when both are known, else 1 (no claim)."""
-    known = (prev_index >= 0) & (cur_index >= 0)
-    return np.where(known, cur_index - prev_index, 1).astype(np.int64, copy=False)
+def deltas(prev_index: I64, cur_index: I64, out: I64 | None = None) -> I64:
+    """Jepsen's delta between two positions: their difference when both are known, else 1 (no claim).
+    Written into `out` if given (an int64 array as long as the inputs)."""
+    d: I64 = np.subtract(cur_index, prev_index, out=out, dtype=np.int64)
+    d[(prev_index < 0) | (cur_index < 0)] = 1
+    return d

@@ -62,7 +62,7 @@ def within_op_steps(ctx: Context, table: str, cols: Any) -> Iterator[tuple[int, 
         return
     idx = ctx.vo.by_value[in_op_key_order(ctx, table, cols.pid)]
     d = np.zeros(len(order), dtype=np.int64)
-    d[1:] = deltas(idx[:-1], idx[1:])
+    deltas(idx[:-1], idx[1:], out=d[1:])
     for j in np.flatnonzero(same & ((d > 1) | (d < 1))).tolist():
         delta, k = int(d[j]), int(key[j])
         skipped = ctx.vo.values_between(k, int(idx[j - 1]), int(idx[j]), MAX_LISTED) if delta > 1 else None

@@ -159,18 +159,21 @@ def unseen_series(
     all_ok = bool(ok.all())  # the usual case: the columns as they are, not copied through a mask
     sent = s.time if all_ok else s.time[ok]
     keys = s.key if all_ok else s.key[ok]
-    gone = np.maximum(sent, ctx.first_read_time[s.pid if all_ok else s.pid[ok]])  # _BIG when never read
+    gone = ctx.first_read_time[s.pid if all_ok else s.pid[ok]]
+    np.maximum(gone, sent, out=gone)  # _BIG when never read
     del ok
     end = int(end_time if end_time is not None else (int(sent.max()) if len(sent) else 0))
     nb = end // bucket_ns + 1
     nk = len(ctx.keys)
     read = gone < _BIG
-    gone_read = gone[read]
+    all_read = bool(read.all())
     ever = np.bincount(keys[gone > sent], minlength=nk)
+    gone_read = gone if all_read else gone[read]
+    del gone
     cand = [k for k in np.argsort(-ever, kind="stable")[: 4 * max_keys].tolist() if ever[k] > 0]
     if nk <= 4 * max_keys:
         # Few keys: one table of every key, whose sum is the total (one pass over the values, not two).
-        table = _unseen_table(keys, sent, keys[read], gone_read, nk, nb, bucket_ns)
+        table = _unseen_table(keys, sent, keys if all_read else keys[read], gone_read, nk, nb, bucket_ns)
         total = table.sum(axis=0)
         table = table[cand]
     else:
@@ -209,12 +212,18 @@ def _per_bucket(
 ) -> npt.NDArray[np.int64]:
     """A (keys × buckets) table of event counts; events past the last bucket are clipped into it, or
     dropped with `drop_late` (a value read after the end was unseen until the end)."""
+    # In place where it can: these are as long as the sends table, and this is the check's peak of memory.
     bucket = times // bucket_ns
     if drop_late:
         keep = bucket < nb
-        keys, bucket = keys[keep], bucket[keep]
+        if not bool(keep.all()):
+            keys, bucket = keys[keep], bucket[keep]
+        del keep
     else:
-        bucket = np.minimum(bucket, nb - 1)
-    flat = np.bincount(keys * nb + bucket if nk > 1 else bucket, minlength=nk * nb)
+        np.minimum(bucket, nb - 1, out=bucket)
+    if nk > 1:
+        bucket += keys * nb
+    flat = np.bincount(bucket, minlength=nk * nb)
+    del bucket
     table: npt.NDArray[np.int64] = flat.astype(np.int64).reshape(nk, nb)
     return table

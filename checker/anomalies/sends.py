@@ -86,7 +86,10 @@ def nonmonotonic_send_cases(ctx: Context, resets: Iterable[Reset] = ()) -> list[
     # Each group's facts are gathered in row order, where the gathers read memory in order; only the few
     # arrays compared along the (process, key, op) order are permuted (at 10^7 history lines each random
     # gather of a sends column cost about as much as the rest of the check).
-    proc_key = (s.process[first] - int(s.process.min())) * len(ctx.keys) + s.key[first]
+    proc_key = s.process[first]  # a fresh gather: updated in place
+    proc_key -= int(s.process.min())
+    proc_key *= len(ctx.keys)
+    proc_key += s.key[first]
     g = sort_by(proc_key, s.op[first])
     # Along g, a group follows the one before it unless it starts its (process, key): where each starts is
     # known from how many groups each has, without permuting proc_key.
@@ -98,7 +101,7 @@ def nonmonotonic_send_cases(ctx: Context, resets: Iterable[Reset] = ()) -> list[
     d = np.zeros(len(first), dtype=np.int64)
     i_first = by_value[s.pid[first]][g]
     i_last = i_first if last is first else by_value[s.pid[last]][g]
-    d[1:] = deltas(i_last[:-1], i_first[1:])
+    deltas(i_last[:-1], i_first[1:], out=d[1:])
     del i_first, i_last
     out = []
     breaks = PositionBreaks(resets)
