@@ -594,7 +594,7 @@ def _group_codes_of(parts: list[tuple[I64, I64]]) -> tuple[list[npt.NDArray[np.s
             table: npt.NDArray[np.signedinteger[Any]] = np.cumsum(
                 present, dtype=np.int32 if width < 2**31 else np.int64)
             table -= 1
-            uniq = np.flatnonzero(present).astype(np.int64)
+            uniq = np.flatnonzero(present).astype(np.int64, copy=False)
             del present
             g_key, g_o = np.divmod(uniq, span)
             del uniq
