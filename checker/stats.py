@@ -12,6 +12,7 @@ from kafka_chaos.checker.context import (
     INFO,
     OK,
     Context,
+    in_op_key_order,
     op_key_order,
     segment_starts,
     segmented_cummax,
@@ -80,12 +81,18 @@ def realtime_lag(ctx: Context, until: int | None = None) -> dict[str, Any]:
     expired_at = segmented_cummin_reverse(vo.g_first_seen, vo.g_key)
 
     # Per (op, key) of the polls: the highest offset read, then the process's highest so far.
-    rows = op_key_order(ctx, "polls") if p is ctx.polls else sort_by(p.op, p.key).astype(np.int64)
-    op, key = p.op[rows], p.key[rows]
+    if p is ctx.polls:
+        rows = op_key_order(ctx, "polls")
+        op, key, offset = (in_op_key_order(ctx, "polls", c) for c in (p.op, p.key, p.offset))
+    else:
+        rows = sort_by(p.op, p.key).astype(np.int64)
+        op, key, offset = p.op[rows], p.key[rows], p.offset[rows]
     first = np.flatnonzero(segment_starts(op) | segment_starts(key))
-    g_off = np.maximum.reduceat(p.offset[rows], first)
+    g_off = np.maximum.reduceat(offset, first)
     g_key, g_op = key[first], op[first]
-    g_proc, g_time = p.process[rows][first], p.time[rows][first]
+    del op, key, offset
+    first_row = rows[first]  # gather the groups' first rows only, not whole columns
+    g_proc, g_time = p.process[first_row], p.time[first_row]
     go = sort_by(g_proc, g_key, g_op)
     g_off, g_key, g_proc, g_time = g_off[go], g_key[go], g_proc[go], g_time[go]
     seg = np.cumsum(segment_starts(g_proc) | segment_starts(g_key), dtype=np.int64)
@@ -135,21 +142,22 @@ def run_stats(
 ) -> dict[str, Any]:
     """Everything the report shows besides anomalies."""
     s, p = ctx.sends, ctx.placed
-    ok_send_t = s.complete_time[(s.type == OK) & (s.complete_time >= 0)]
+    ok = s.type == OK
+    ok_send_t = s.complete_time[ok & (s.complete_time >= 0)]
     poll_t = ok_poll_times if ok_poll_times is not None else p.time[segment_starts(p.op)]
     if end_time is None:
         end_time = int(max([0, *(int(a.max()) for a in (s.time, p.time) if len(a))]))
-    ok_send_ops = int(segment_starts(s.op[s.type == OK]).sum())
+    ok_send_ops = int(np.count_nonzero(segment_starts(s.op[ok])))
     return {
         "ops": op_counts if op_counts is not None else op_counts_from_tables(ctx),
         "records": {
             "sent": {
-                "ok": int((s.type == OK).sum()),
-                "info": int((s.type == INFO).sum()),
-                "fail": int((s.type == FAIL).sum()),
+                "ok": int(np.count_nonzero(ok)),
+                "info": int(np.count_nonzero(s.type == INFO)),
+                "fail": int(np.count_nonzero(s.type == FAIL)),
             },
             "polled": len(p),
-            "distinct_read": int(ctx.read.sum()),
+            "distinct_read": int(np.count_nonzero(ctx.read)),
         },
         "keys": len(ctx.keys),
         "ok_send_ops": ok_send_ops,

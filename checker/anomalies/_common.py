@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kafka_chaos.checker.context import BOOL, I64, Context, deltas, op_key_order
+from kafka_chaos.checker.context import BOOL, I64, Context, deltas, in_op_key_order, op_key_order
 
 if TYPE_CHECKING:
     from kafka_chaos.checker.tables import Reset
@@ -54,12 +54,15 @@ def within_op_steps(ctx: Context, table: str, cols: Any) -> Iterator[tuple[int, 
     if len(cols) < 2:
         return
     order = op_key_order(ctx, table)
-    op, key = cols.op[order], cols.key[order]
-    idx = ctx.vo.by_value[cols.pid[order]]
+    op, key = in_op_key_order(ctx, table, cols.op), in_op_key_order(ctx, table, cols.key)
     same = np.zeros(len(order), dtype=bool)
     same[1:] = (op[1:] == op[:-1]) & (key[1:] == key[:-1])
+    del op
+    if not bool(same.any()):  # no op has two records of a key (sends, one value per op, usually)
+        return
+    idx = ctx.vo.by_value[in_op_key_order(ctx, table, cols.pid)]
     d = np.zeros(len(order), dtype=np.int64)
-    d[1:] = deltas(idx[:-1], idx[1:])
+    deltas(idx[:-1], idx[1:], out=d[1:])
     for j in np.flatnonzero(same & ((d > 1) | (d < 1))).tolist():
         delta, k = int(d[j]), int(key[j])
         skipped = ctx.vo.values_between(k, int(idx[j - 1]), int(idx[j]), MAX_LISTED) if delta > 1 else None

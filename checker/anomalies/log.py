@@ -85,12 +85,9 @@ def duplicate_cases(ctx: Context) -> list[dict[str, Any]]:
     read the value at any of them, with `times`.
     """
     vo = ctx.vo
-    # A value is at two offsets exactly when the first and last log groups it is seen in differ.
-    lo = np.full(ctx.n_pairs, np.iinfo(np.int64).max, dtype=np.int64)
-    np.minimum.at(lo, vo.e_pid, vo.e_group)
-    hi = np.full(ctx.n_pairs, -1, dtype=np.int64)
-    np.maximum.at(hi, vo.e_pid, vo.e_group)
-    dup = np.flatnonzero((hi >= 0) & (lo != hi))
+    # A value is at two offsets exactly when the first and last positions it is seen at differ (a value's
+    # observations are all of its one key, so its positions order as its log groups do).
+    dup = np.flatnonzero((vo.last_index >= 0) & (vo.first_index != vo.last_index))
     if not len(dup):
         return []
     is_dup = np.zeros(ctx.n_pairs, dtype=bool)

@@ -51,13 +51,12 @@ def lost_write_cases(ctx: Context) -> list[dict[str, Any]]:
     read_pids = np.flatnonzero(ctx.read)
     np.maximum.at(bound, ctx.pair_key[read_pids], vo.first_index[read_pids])
 
-    w = ctx.writer
-    has_writer = w >= 0
-    writer_committed = np.zeros(ctx.n_pairs, dtype=bool)
-    writer_committed[has_writer] = ctx.committed[w[has_writer]]
     last = vo.last_index
-    must_read = (last >= 0) & (last <= bound[ctx.pair_key]) & ~ctx.read
-    orphans = np.flatnonzero(must_read & ~has_writer)
+    # Only the few values that must have been read and were not need their writer looked up.
+    must_read = np.flatnonzero((last >= 0) & (last <= bound[ctx.pair_key]) & ~ctx.read)
+    w = ctx.writer
+    must_w = w[must_read]
+    orphans = must_read[must_w < 0]
     if len(orphans):
         pid = int(orphans[0])
         k = int(ctx.pair_key[pid])
@@ -66,8 +65,7 @@ def lost_write_cases(ctx: Context) -> list[dict[str, Any]]:
             f"read it) before what ok polls reached, but no op sent it ({len(orphans)} such values in all). "
             "Jepsen's lost-write-cases stops there (:no-writer-of): a history must hold every send of the "
             "values it reads (one run's, on a topic that was empty)")
-    lost = must_read & writer_committed
-    lost_pids = np.flatnonzero(lost)
+    lost_pids = must_read[ctx.committed[must_w]]  # every writer is known by now
     if not len(lost_pids):
         return []
 
@@ -157,29 +155,42 @@ def unseen_series(
     number of unseen values in total and for the keys that ever had the most (at most `max_keys` of them).
     """
     s = ctx.sends
-    ok = np.flatnonzero(s.type == OK)
-    sent = s.time[ok]
-    read_at = ctx.first_read_time[s.pid[ok]]
-    gone = np.maximum(sent, read_at)  # _BIG when never read
+    ok = s.type == OK
+    all_ok = bool(ok.all())  # the usual case: the columns as they are, not copied through a mask
+    sent = s.time if all_ok else s.time[ok]
+    keys = s.key if all_ok else s.key[ok]
+    gone = ctx.first_read_time[s.pid if all_ok else s.pid[ok]]
+    np.maximum(gone, sent, out=gone)  # _BIG when never read
+    del ok
     end = int(end_time if end_time is not None else (int(sent.max()) if len(sent) else 0))
     nb = end // bucket_ns + 1
     nk = len(ctx.keys)
     read = gone < _BIG
-    zeros = np.zeros(len(ok), dtype=np.int64)
-    total = _unseen_table(zeros, sent, zeros[read], gone[read], 1, nb, bucket_ns)[0]
-    # Per key, for the keys with the most values ever unseen (bounded memory: keys × buckets).
-    keys = s.key[ok]
+    all_read = bool(read.all())
     ever = np.bincount(keys[gone > sent], minlength=nk)
+    gone_read = gone if all_read else gone[read]
+    del gone
     cand = [k for k in np.argsort(-ever, kind="stable")[: 4 * max_keys].tolist() if ever[k] > 0]
+    if nk <= 4 * max_keys:
+        # Few keys: one table of every key, whose sum is the total (one pass over the values, not two).
+        table = _unseen_table(keys, sent, keys if all_read else keys[read], gone_read, nk, nb, bucket_ns)
+        total = table.sum(axis=0)
+        table = table[cand]
+    else:
+        zeros = np.zeros(len(sent), dtype=np.int64)
+        total = _unseen_table(zeros, sent, zeros[read], gone_read, 1, nb, bucket_ns)[0]
+        del zeros
+        # Per key, for the keys with the most values ever unseen (bounded memory: keys × buckets).
+        if cand:
+            code = np.full(nk, -1, dtype=np.int64)
+            code[cand] = np.arange(len(cand))
+            c_all, c_read = code[keys], code[keys[read]]
+            m_all, m_read = c_all >= 0, c_read >= 0
+            table = _unseen_table(
+                c_all[m_all], sent[m_all], c_read[m_read], gone_read[m_read], len(cand), nb, bucket_ns
+            )
     by_key: dict[str, list[int]] = {}
     if cand:
-        code = np.full(nk, -1, dtype=np.int64)
-        code[cand] = np.arange(len(cand))
-        c_all, c_read = code[keys], code[keys[read]]
-        m_all, m_read = c_all >= 0, c_read >= 0
-        table = _unseen_table(
-            c_all[m_all], sent[m_all], c_read[m_read], gone[read][m_read], len(cand), nb, bucket_ns
-        )
         peak = table.max(axis=1)
         top = sorted(range(len(cand)), key=lambda i: (-int(peak[i]), cand[i]))[:max_keys]
         by_key = {ctx.keys[cand[i]]: table[i].tolist() for i in sorted(top, key=lambda i: cand[i])}
@@ -201,12 +212,18 @@ def _per_bucket(
 ) -> npt.NDArray[np.int64]:
     """A (keys × buckets) table of event counts; events past the last bucket are clipped into it, or
     dropped with `drop_late` (a value read after the end was unseen until the end)."""
+    # In place where it can: these are as long as the sends table, and this is the check's peak of memory.
     bucket = times // bucket_ns
     if drop_late:
         keep = bucket < nb
-        keys, bucket = keys[keep], bucket[keep]
+        if not bool(keep.all()):
+            keys, bucket = keys[keep], bucket[keep]
+        del keep
     else:
-        bucket = np.minimum(bucket, nb - 1)
-    flat = np.bincount(keys * nb + bucket, minlength=nk * nb)
+        np.minimum(bucket, nb - 1, out=bucket)
+    if nk > 1:
+        bucket += keys * nb
+    flat = np.bincount(bucket, minlength=nk * nb)
+    del bucket
     table: npt.NDArray[np.int64] = flat.astype(np.int64).reshape(nk, nb)
     return table

@@ -9,7 +9,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kafka_chaos.checker.anomalies._common import MAX_LISTED, PositionBreaks, within_op_steps
-from kafka_chaos.checker.context import OK, Context, deltas, op_key_order, segment_starts, segmented_cummax, sort_by
+from kafka_chaos.checker.context import (
+    OK,
+    Context,
+    deltas,
+    in_op_key_order,
+    op_key_order,
+    segment_starts,
+    segmented_cummax,
+    sort_by,
+)
 
 if TYPE_CHECKING:
     from kafka_chaos.checker.tables import Reset
@@ -93,7 +102,7 @@ def poll_skip_nonmonotonic_cases(
     if len(p) < 2:
         return out
     order = op_key_order(ctx, "polls")
-    op, key = p.op[order], p.key[order]
+    op, key = in_op_key_order(ctx, "polls", p.op), in_op_key_order(ctx, "polls", p.key)
     new = np.ones(len(order), dtype=bool)
     new[1:] = (op[1:] != op[:-1]) | (key[1:] != key[:-1])
     first = order[new]  # first row of each (op, key) group
