@@ -68,12 +68,15 @@ def _col(table: pa.Table, name: str) -> npt.NDArray[Any]:
 def _key_codes(column: pa.ChunkedArray) -> tuple[list[str], npt.NDArray[np.integer]]:
     """The keys in sorted order, and each row's index into them. Strings are hashed once in Arrow: turning
     millions of them into Python or numpy strings was most of the time the windows took."""
-    encoded = [pc.dictionary_encode(chunk) for chunk in column.chunks]
-    keys = sorted({k for e in encoded for k in e.dictionary.to_pylist()})
+    encoded = [pc.dictionary_encode(chunk) for chunk in column.chunks]  # as it is when already encoded
+    # a dictionary it came with (checker.stored_tables) may name keys no row holds: those are no keys
+    used = [np.bincount(e.indices.to_numpy(), minlength=len(e.dictionary)) > 0 for e in encoded]
+    keys = sorted({k for e, u in zip(encoded, used, strict=True)
+                   for k in np.asarray(e.dictionary.to_pylist(), dtype=object)[u].tolist()})
     rank = {k: i for i, k in enumerate(keys)}
     dtype = np.min_scalar_type(len(keys))  # fewer bytes for the grouping to go over
     # each chunk has its own dictionary: map its entries to the ranks of the sorted keys
-    codes = [np.array([rank[k] for k in e.dictionary.to_pylist()], dtype=dtype)[e.indices.to_numpy()]
+    codes = [np.array([rank.get(k, 0) for k in e.dictionary.to_pylist()], dtype=dtype)[e.indices.to_numpy()]
              for e in encoded]
     return keys, np.concatenate(codes) if codes else np.empty(0, dtype=dtype)
 

@@ -30,7 +30,6 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -58,17 +57,41 @@ def _one_array(col: pa.ChunkedArray | pa.Array) -> pa.Array:
 
 
 def _type_codes(col: pa.ChunkedArray | pa.Array) -> I64:
-    """TYPE_CODES of a type column, INFO for any other name."""
+    """TYPE_CODES of a type column, INFO for any other name. A dictionary-encoded column (the tables a run
+    stored, checker.stored_tables) is coded through its few names, not row by row."""
     names = pa.array(list(TYPE_CODES), type=pa.string())
-    idx = pc.fill_null(pc.index_in(_one_array(col).cast(pa.string()), value_set=names), INFO)
-    return np.asarray(np.array([*TYPE_CODES.values()], dtype=np.int64)[idx.to_numpy(zero_copy_only=False)])
+    codes = np.array([*TYPE_CODES.values()], dtype=np.int64)
+    arr = _one_array(col)
+    if pa.types.is_dictionary(arr.type):
+        of_name = codes[pc.fill_null(pc.index_in(arr.dictionary, value_set=names), INFO).to_numpy()]
+        return np.asarray(of_name[arr.indices.to_numpy(zero_copy_only=False)])
+    idx = pc.fill_null(pc.index_in(arr.cast(pa.string()), value_set=names), INFO)
+    return np.asarray(codes[idx.to_numpy(zero_copy_only=False)])
+
+
+def _dictionary_key_codes(arrays: list[pa.DictionaryArray]) -> tuple[list[str], list[I64]]:
+    """`_key_codes` of dictionary-encoded columns: only the names some row holds count (a dictionary may hold
+    more), each coded by its rank among them."""
+    used = [np.asarray(a.dictionary.to_pylist(), dtype=object)[
+        np.bincount(a.indices.to_numpy(zero_copy_only=False), minlength=len(a.dictionary)) > 0] for a in arrays]
+    names = sorted({str(n) for u in used for n in u.tolist()})
+    rank = {name: i for i, name in enumerate(names)}
+    codes = []
+    for a in arrays:
+        lut = np.array([rank.get(n, -1) for n in a.dictionary.to_pylist()], dtype=np.int64)
+        codes.append(np.asarray(lut[a.indices.to_numpy(zero_copy_only=False)]) if len(lut)
+                     else np.zeros(len(a), dtype=np.int64))
+    return names, codes
 
 
 def _key_codes(first: pa.ChunkedArray | pa.Array, *rest: pa.ChunkedArray | pa.Array) -> tuple[list[str], list[I64]]:
     """The key names sorted, and each column's keys coded by their rank among them. Each column is coded on
     its own, not concatenated with the others (a copy of every string); the first column's names are looked
     up in the others (polls read the keys sends wrote), which is cheaper than encoding them too."""
-    arrays = [_one_array(col).cast(pa.string()) for col in (first, *rest)]
+    arrays = [_one_array(col) for col in (first, *rest)]
+    if all(pa.types.is_dictionary(a.type) for a in arrays):
+        return _dictionary_key_codes(arrays)
+    arrays = [a.cast(pa.string()) for a in arrays]
     encoded = pc.dictionary_encode(arrays[0])
     names = sorted(encoded.dictionary.to_pylist())
     value_set = pa.array(names, type=pa.string())
@@ -448,6 +471,8 @@ def dense_codes(x: I64) -> tuple[I64, int]:
         present[x - lo] = True
         table = np.cumsum(present, dtype=np.int64) - 1
         return table[x - lo], int(table[-1]) + 1
+    import pandas as pd  # only for values spread too wide for a table; importing it costs ~0.5 s per check
+
     codes, uniques = pd.factorize(x)
     return codes.astype(np.int64), len(uniques)
 
@@ -478,6 +503,8 @@ def segmented_cummax(x: I64, seg: I64) -> I64:
         lifted = (x - lo) + run * span
         out: I64 = np.maximum.accumulate(lifted) - run * span + lo
         return out
+    import pandas as pd
+
     return np.asarray(pd.Series(x).groupby(run).cummax().to_numpy(), dtype=np.int64)
 
 

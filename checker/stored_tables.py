@@ -4,8 +4,10 @@ Parsing `history.jsonl` is most of what checking a large history costs (docs/arc
 recorder (kafka_chaos.history.History) therefore hands every line it writes to a `TableBuilder` as well: the same
 one-pass parser (`checker.tables.parse_lines`) running in a thread, so that the tables are exactly those a parse of
 the file gives, at the cost of a few microseconds per event while the cluster does the real work. When the
-history closes, `write_stored_tables` writes the four Parquet tables and `tables.json` (everything else the parse
-found: the HistoryMeta and PollExtras fields) stamped with the history's size and modification time.
+history closes, `write_stored_tables` writes the four Parquet tables, the sends and polls once more as
+uncompressed Arrow IPC files (`sends.arrow`, `polls.arrow`: the check maps them into memory instead of decoding
+Parquet, which took 1-2 s at 10^7 lines), and `tables.json` (everything else the parse found: the HistoryMeta and
+PollExtras fields) stamped with the history's size and modification time.
 
 `read_stored_tables` gives them back only while the history is still the file they were built from (same size
 and mtime, same layout version); otherwise the checker parses the history as before. A run cut short by a kill
@@ -20,13 +22,14 @@ import os
 import queue
 import threading
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from kafka_chaos.checker.schema import EXTRA_READS_SCHEMA, OPS_SCHEMA, POLLS_SCHEMA, SENDS_SCHEMA
+from kafka_chaos.checker.schema import EXTRA_READS_SCHEMA, OPS_SCHEMA, POLLS_SCHEMA, SENDS_SCHEMA, empty_table
 from kafka_chaos.checker.tables import (
     HistoryMeta,
     HistoryTables,
@@ -36,7 +39,7 @@ from kafka_chaos.checker.tables import (
     parse_lines,
     write_tables,
 )
-from kafka_chaos.rundir import EXTRA_READS_FILE, HISTORY_FILE, POLLS_FILE, SENDS_FILE, TABLES_FILE
+from kafka_chaos.rundir import EXTRA_READS_FILE, HISTORY_FILE, POLLS_ARROW_FILE, SENDS_ARROW_FILE, TABLES_FILE
 
 LAYOUT = 1
 """Version of `tables.json`'s layout: a file of another version is ignored (the history is parsed)."""
@@ -97,6 +100,10 @@ def write_stored_tables(tables: HistoryTables, run_dir: Path | str) -> None:
     that its presence means the tables beside it are whole."""
     run_dir = Path(run_dir)
     write_tables(tables, run_dir)
+    for table, name in ((tables.sends, SENDS_ARROW_FILE), (tables.polls, POLLS_ARROW_FILE)):
+        table = _encoded(table)
+        with pa.OSFile(str(run_dir / name), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+            writer.write_table(table, max_chunksize=max(1, table.num_rows))  # one chunk: columns map as arrays
     meta, extras = tables.meta, tables.extras
     stored = {
         "layout": LAYOUT,
@@ -132,7 +139,8 @@ def write_stored_tables(tables: HistoryTables, run_dir: Path | str) -> None:
 
 def read_stored_tables(run_dir: Path | str) -> HistoryTables | None:
     """The tables the run (or an earlier check) stored, when they were built from the history as it is now;
-    otherwise None. `meta.ops` is left empty: only writing `ops.parquet` reads it, and that file is there."""
+    otherwise None. The sends' and polls' `key` and `type` are dictionary-encoded (`stored_schema`); `meta.ops`
+    is left empty: only writing `ops.parquet` reads it, and that file is there."""
     run_dir = Path(run_dir)
     try:
         stored = orjson.loads((run_dir / TABLES_FILE).read_bytes())
@@ -155,7 +163,7 @@ def read_stored_tables(run_dir: Path | str) -> HistoryTables | None:
             ignored=m["ignored"],
             unplaced_records=m["unplaced_records"],
             isolation={int(p): str(level) for p, level in m["isolation"]},
-            ops=OPS_SCHEMA.empty_table(),
+            ops=empty_table(OPS_SCHEMA),
             fetch_from=tuple(m["fetch_from"]),
             unfinished=m["unfinished"],
         )
@@ -165,12 +173,45 @@ def read_stored_tables(run_dir: Path | str) -> HistoryTables | None:
             rebalanced={int(i): frozenset(keys) for i, keys in x["rebalanced"]},
             empty=tuple((p, i, k, t) for p, i, k, t in x["empty"]),
         )
-        return HistoryTables(sends=_read(run_dir / SENDS_FILE, SENDS_SCHEMA),
-                             polls=_read(run_dir / POLLS_FILE, POLLS_SCHEMA), meta=meta, extras=extras)
-    except (OSError, ValueError, KeyError, TypeError):  # missing, damaged or foreign: parse the history instead
+        return HistoryTables(sends=_mapped(run_dir / SENDS_ARROW_FILE, SENDS_SCHEMA),
+                             polls=_mapped(run_dir / POLLS_ARROW_FILE, POLLS_SCHEMA), meta=meta, extras=extras)
+    except (OSError, ValueError, KeyError, TypeError, pa.ArrowException):  # missing, damaged or foreign: parse
         return None
 
 
-def _read(path: Path, schema: Any) -> Any:
-    """One table, one chunk per column (as the parse gives them: the checks read columns as whole arrays)."""
-    return pq.read_table(path, schema=schema).combine_chunks()
+ENCODED = ("key", "type")
+"""Columns stored dictionary-encoded: a few names over millions of rows, which the checks code by the names
+(checker.context, checker.availability) instead of hashing every row's string."""
+
+
+def _encoded(table: pa.Table) -> pa.Table:
+    for name in ENCODED:
+        i = table.schema.get_field_index(name)
+        table = table.set_column(i, table.schema.field(name).with_type(pa.dictionary(pa.int32(), pa.string())),
+                                 pc.dictionary_encode(table.column(name).combine_chunks()))
+    return table
+
+
+def stored_schema(schema: pa.Schema) -> pa.Schema:
+    """The schema of a stored table: `schema` with the ENCODED columns dictionary-encoded. The values are the
+    same strings; readers of the tables that need plain strings cast them (`table.cast(schema)`)."""
+    for name in ENCODED:
+        i = schema.get_field_index(name)
+        schema = schema.set(i, schema.field(name).with_type(pa.dictionary(pa.int32(), pa.string())))
+    return schema
+
+
+def _mapped(path: Path, schema: pa.Schema) -> pa.Table:
+    """An Arrow IPC table mapped into memory: its columns are the file's pages, read as the checks touch them."""
+    table = pa.ipc.open_file(pa.memory_map(str(path))).read_all()
+    if not table.schema.equals(stored_schema(schema)):
+        raise ValueError(f"{path.name} does not have the table's schema")
+    return table
+
+
+def _read(path: Path, schema: pa.Schema) -> pa.Table:
+    # ParquetFile, not pq.read_table: that goes through pyarrow.dataset, which imports pandas (~0.4 s)
+    table = pq.ParquetFile(path).read()
+    if not table.schema.equals(schema):
+        raise ValueError(f"{path.name} does not have the table's schema")
+    return table

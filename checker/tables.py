@@ -47,7 +47,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from kafka_chaos.checker.schema import EXTRA_READS_SCHEMA, OPS_SCHEMA, POLLS_SCHEMA, SENDS_SCHEMA
+from kafka_chaos.checker.ops_series import ops_series
+from kafka_chaos.checker.schema import EXTRA_READS_SCHEMA, OPS_SCHEMA, POLLS_SCHEMA, SENDS_SCHEMA, empty_table
 from kafka_chaos.errors import HistoryError
 from kafka_chaos.rundir import EXTRA_READS_FILE, HISTORY_FILE, OPS_FILE, POLLS_FILE, SENDS_FILE, STATE_FILE
 
@@ -135,7 +136,7 @@ class HistoryMeta:
     """Records ok polls returned without an offset: read, but at no known place in the log (PollExtras)."""
     isolation: dict[int, str] = field(default_factory=dict)
     """Each reader's isolation level, as its `assign` said (checker.anomalies.cycles.TxnHistory.isolation)."""
-    ops: pa.Table = field(default_factory=lambda: OPS_SCHEMA.empty_table(), repr=False)
+    ops: pa.Table = field(default_factory=lambda: empty_table(OPS_SCHEMA), repr=False)
     """OPS_SCHEMA: every completed client op, in history order (what the report draws, `ops.parquet`)."""
     fetch_from: tuple[dict[str, Any], ...] = ()
     """The harness's `fetch-from` events (which replica a rack-aware consumer reads from), with their `time`."""
@@ -182,7 +183,7 @@ class PollExtras:
     """What Jepsen's rules read from a general history besides the two tables. Empty for kafka-chaos's own
     queue workload, whose polls are ok, with offsets, and which assigns once per process."""
 
-    reads: pa.Table = field(default_factory=EXTRA_READS_SCHEMA.empty_table)
+    reads: pa.Table = field(default_factory=lambda: empty_table(EXTRA_READS_SCHEMA))
     """EXTRA_READS_SCHEMA: records of fail and info polls, and records of ok polls at unknown offsets."""
     resets: tuple[Reset, ...] = ()
     rebalanced: dict[int, frozenset[str]] = field(default_factory=dict)
@@ -338,7 +339,7 @@ class _Ops:
     def table(self) -> pa.Table:
         self.spill()
         if not self.chunks:
-            return OPS_SCHEMA.empty_table()
+            return empty_table(OPS_SCHEMA)
         return pa.concat_tables(self.chunks)  # chunked: only written to Parquet, so no copy into one chunk
 
 
@@ -677,7 +678,7 @@ def parse_lines(lines: Iterable[bytes], *, source: str) -> HistoryTables:
     extras = PollExtras(
         reads=pa.Table.from_pylist(
             [dict(zip(EXTRA_READS_SCHEMA.names, r, strict=True)) for r in extra_rows], schema=EXTRA_READS_SCHEMA
-        ) if extra_rows else EXTRA_READS_SCHEMA.empty_table(),
+        ) if extra_rows else empty_table(EXTRA_READS_SCHEMA),
         resets=tuple(resets),
         rebalanced=rebalanced,
         empty=tuple(empty_reads),
@@ -737,6 +738,7 @@ def history_summary(meta: HistoryMeta, history: Path) -> dict[str, Any]:
                     for e in meta.nemesis if e.process == "nemesis"],
         "fetch_from": list(meta.fetch_from),
         "unfinished": meta.unfinished,
+        "series": ops_series(meta.ops),
     }
 
 

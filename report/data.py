@@ -21,13 +21,14 @@ from typing import Any
 from urllib.parse import quote
 
 import numpy as np
-import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pydantic import ValidationError
 
+from kafka_chaos.checker.ops_series import latency_percentiles, read_ops_series
 from kafka_chaos.checker.results import RunResults
+from kafka_chaos.checker.tables import OPS_SUMMARY_KEY
 from kafka_chaos.errors import KafkaChaosError
 from kafka_chaos.rundir import HISTORY_FILE, LOGS_DIR, OPS_FILE, RESULTS_FILE, SCENARIO_FILE, STATE_FILE, RunDir
 
@@ -212,30 +213,18 @@ def scan_history(path: Path, wanted: Iterable[int] = ()) -> HistoryScan:
     return scan
 
 
-def latency_percentiles(secs: npt.NDArray[np.int64], waits: npt.NDArray[np.int64]) -> dict[int, tuple[int, int, int]]:
-    """Per second: p50, p99 and max of the latencies, a percentile being the ceil(q·n)-th smallest value."""
-    order = np.lexsort((waits, secs))
-    secs, waits = secs[order], waits[order]
-    first = np.flatnonzero(np.r_[True, secs[1:] != secs[:-1]])
-    n = np.diff(np.r_[first, len(secs)])
-
-    def at(q: float) -> list[int]:
-        k = np.clip(np.ceil(q * n).astype(np.int64) - 1, 0, n - 1)
-        return [int(x) for x in waits[first + k]]
-
-    return dict(zip((int(s) for s in secs[first]), zip(at(0.5), at(0.99), at(1.0), strict=True), strict=True))
-
-
 def scan_ops(run_dir: Path, wanted: Iterable[int] = ()) -> HistoryScan | None:
     """`scan_history`'s result from `ops.parquet` (see the module docstring), reading history.jsonl only for the
     lines `wanted` cites; None when the file is missing, unreadable, or older than history.jsonl, or when a cited
     line is not where its index says (a history whose indexes are not its line numbers)."""
     path, history = run_dir / OPS_FILE, run_dir / HISTORY_FILE
     try:
-        ops = pq.read_table(path)
-        summary = json.loads((ops.schema.metadata or {})[b"kafka-chaos.history"])
+        # (ParquetFile, not pq.read_table: that imports pandas through pyarrow.dataset, ~0.4 s)
+        ops_file = pq.ParquetFile(path)
+        summary = json.loads((ops_file.schema_arrow.metadata or {})[OPS_SUMMARY_KEY])
         st = history.stat()
-    except (OSError, KeyError, ValueError, pa.ArrowException):
+        counts, latency = read_ops_series(summary["series"])
+    except (OSError, KeyError, ValueError, TypeError, pa.ArrowException):
         return None
     if summary.get("history") != {"size": st.st_size, "mtime_ns": st.st_mtime_ns}:
         return None
@@ -244,20 +233,12 @@ def scan_ops(run_dir: Path, wanted: Iterable[int] = ()) -> HistoryScan | None:
                        drain_complete=summary["drain_complete"], drain_start=summary["drain_start"],
                        nemesis=summary["nemesis"], fetch_from=summary["fetch_from"],
                        unfinished=Counter(summary["unfinished"]))
-    time = ops.column("time").to_numpy()
-    secs = time // BUCKET_NS
-    grouped = pa.table({"f": ops.column("f"), "type": ops.column("type"), "sec": secs}).group_by(
-        ["f", "type", "sec"]).aggregate([([], "count_all")])
-    scan.counts.update(dict(zip(zip(grouped.column("f").to_pylist(), grouped.column("type").to_pylist(),
-                                    grouped.column("sec").to_pylist(), strict=True),
-                                grouped.column("count_all").to_pylist(), strict=True)))
-    sends = np.asarray(pc.and_(pc.equal(ops.column("f"), "send"), pc.is_valid(ops.column("invoke_time")))
-                       .to_numpy(zero_copy_only=False), dtype=bool)
-    if sends.any():
-        waits = time[sends] - pc.fill_null(ops.column("invoke_time"), 0).to_numpy()[sends]
-        scan.latency_percentiles = latency_percentiles(secs[sends], waits)
+    scan.counts.update(counts)
+    if latency:
+        scan.latency_percentiles = latency
     want = set(wanted)
-    if want:
+    if want:  # the ops' two index columns only, to pair each cited line with its invoke or completion
+        ops = ops_file.read(columns=["index", "invoke_index"])
         index = ops.column("index").to_numpy()
         invoke = pc.fill_null(ops.column("invoke_index"), -1).to_numpy()
         cited = np.isin(index, list(want)) | np.isin(invoke, list(want))

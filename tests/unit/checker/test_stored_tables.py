@@ -15,7 +15,7 @@ import kafka_chaos.checker.run
 from kafka_chaos.checker import HistoryError, check_run, history_to_tables
 from kafka_chaos.checker.stored_tables import TableBuilder, read_stored_tables
 from kafka_chaos.history import History
-from kafka_chaos.rundir import HISTORY_FILE, TABLES_FILE
+from kafka_chaos.rundir import HISTORY_FILE, SENDS_ARROW_FILE, TABLES_FILE
 
 
 @pytest.fixture(autouse=True)
@@ -103,3 +103,11 @@ def test_stored_tables_of_another_layout_are_ignored(tmp_path: Path) -> None:
     assert read_stored_tables(tmp_path) is None
     (tmp_path / TABLES_FILE).write_text("{")
     assert read_stored_tables(tmp_path) is None
+
+
+def test_a_damaged_arrow_table_is_not_read(tmp_path: Path) -> None:
+    record_run(tmp_path)
+    sends = tmp_path / SENDS_ARROW_FILE
+    sends.write_bytes(sends.read_bytes()[:100])
+    assert read_stored_tables(tmp_path) is None
+    assert check_run(tmp_path)["run"]["op_counts"]["send"]["ok"] == 6
