@@ -20,7 +20,7 @@ from kafka_chaos.checker.results import results_dict
 from kafka_chaos.checker.stored_tables import read_stored_tables, write_stored_tables
 from kafka_chaos.checker.tables import HistoryMeta, history_to_tables, read_state_samples
 from kafka_chaos.errors import HistoryError
-from kafka_chaos.rundir import HISTORY_FILE, RESULTS_FILE
+from kafka_chaos.rundir import HISTORY_FILE, POLLS_ARROW_FILE, RESULTS_FILE, SENDS_ARROW_FILE, TABLES_FILE
 
 
 def check_run(run_dir: Path, *, write: bool = True, config: Any = None) -> dict[str, Any]:
@@ -82,8 +82,11 @@ def check_run(run_dir: Path, *, write: bool = True, config: Any = None) -> dict[
 
 
 BYTES_PER_LINE = 300
-"""Peak memory of `kafka-chaos check` per history line, measured (bench/checker_speed.py --end-to-end): 10^6
-lines 525 MB, 10^7 lines 2.9 GB, less the ~150 MB its imports take."""
+"""Peak memory of `kafka-chaos check` per history line when it parses the history, measured
+(bench/checker_speed.py --end-to-end, "history only"): 10^6 lines 525 MB, 10^7 lines 2.9 GB, less the ~150 MB
+its imports take."""
+STORED_BYTES_PER_LINE = 120
+"""The same when the run stored its tables (checker.stored_tables): 10^7 lines 1,338 MB, less the imports."""
 BASE_BYTES = 200 << 20
 SAMPLE_BYTES = 1 << 20
 
@@ -92,14 +95,15 @@ class HistoryTooLarge(HistoryError):
     """Checking the history in this process would need more memory than the machine has available."""
 
 
-def estimate_check(history: Path) -> tuple[int, int]:
+def estimate_check(history: Path, *, stored: bool = False) -> tuple[int, int]:
     """(lines, bytes of memory) `check_run` would need for `history`, from its size and the line length of its
-    first MiB: what the check can tell before reading it."""
+    first MiB: what the check can tell before reading it. `stored`: the run stored its tables, so the check
+    will not parse the history."""
     size = history.stat().st_size
     with history.open("rb") as fh:
         sample = fh.read(SAMPLE_BYTES)
     lines = round(size * max(1, sample.count(b"\n")) / max(1, len(sample)))
-    return lines, BASE_BYTES + BYTES_PER_LINE * lines
+    return lines, BASE_BYTES + (STORED_BYTES_PER_LINE if stored else BYTES_PER_LINE) * lines
 
 
 def available_memory() -> int | None:
@@ -121,7 +125,7 @@ def refuse_if_too_large(run_dir: Path) -> None:
     avail = available_memory()
     if avail is None or not history.is_file():
         return
-    lines, need = estimate_check(history)
+    lines, need = estimate_check(history, stored=_looks_stored(run_dir))
     if need > avail:
         raise HistoryTooLarge(
             f"{history}: about {lines:,} lines; checking them in one process needs about {need / 2**30:.1f} GiB of "
@@ -129,6 +133,17 @@ def refuse_if_too_large(run_dir: Path) -> None:
             f"  kafka-chaos reconcile --engine spark {run_dir}\n"
             "or pass --force to check it here anyway."
         )
+
+
+def _looks_stored(run_dir: Path) -> bool:
+    """The run's stored tables are there and newer than its history (what the estimate can tell without reading
+    them; check_run reads them only if they really are the history's)."""
+    try:
+        newest = (run_dir / HISTORY_FILE).stat().st_mtime_ns
+        return all((run_dir / name).stat().st_mtime_ns >= newest
+                   for name in (TABLES_FILE, SENDS_ARROW_FILE, POLLS_ARROW_FILE))
+    except OSError:
+        return False
 
 
 def _transactions(history: Path, meta: HistoryMeta) -> TxnHistory:

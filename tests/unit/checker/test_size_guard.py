@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 import pytest
 
 import kafka_chaos.checker.run as checker_run
+from kafka_chaos.checker.stored_tables import TableBuilder
 from kafka_chaos.harness.cli import main
 
 LINES = (
@@ -34,6 +36,22 @@ def test_estimate_counts_lines_from_the_size(tmp_path: Path) -> None:
     lines, need = checker_run.estimate_check(tmp_path / "history.jsonl")
     assert lines == 500
     assert need == checker_run.BASE_BYTES + checker_run.BYTES_PER_LINE * 500
+
+
+def test_a_run_that_stored_its_tables_is_estimated_to_need_less(tmp_path: Path) -> None:
+    builder = TableBuilder()
+    with (tmp_path / "history.jsonl").open("wb") as fh:
+        for line in (LINES * 100).encode().splitlines(keepends=True):
+            fh.write(line)
+            builder.feed(line)
+    builder.store(tmp_path)
+    assert checker_run._looks_stored(tmp_path)
+    lines, need = checker_run.estimate_check(tmp_path / "history.jsonl", stored=True)
+    parsed_need = checker_run.estimate_check(tmp_path / "history.jsonl")[1]
+    assert lines == 500 and need == checker_run.BASE_BYTES + checker_run.STORED_BYTES_PER_LINE * 500 < parsed_need
+    later = (tmp_path / "tables.json").stat().st_mtime_ns + 10**9
+    os.utime(tmp_path / "history.jsonl", ns=(later, later))  # rewritten since: the tables may not be its own
+    assert not checker_run._looks_stored(tmp_path)
 
 
 def test_too_large_is_refused_up_front_with_the_spark_command(
