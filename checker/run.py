@@ -29,8 +29,8 @@ def check_run(run_dir: Path, *, write: bool = True, config: Any = None) -> dict[
     Reads `history.jsonl` (and `state.jsonl`, the observer's samples, when there is one) — or, when the run
     stored its tables as it wrote the history (checker.stored_tables), those instead of parsing it; with
     `write`, also writes the tables (when they were parsed here) and `results.json` there. `config` is passed
-    to the verdicts; by default it is the resolved configuration the history's `run-start` event carries (None if it has
-    none). The result also holds `run` (completeness details and op counts), `faults` (the fault windows)
+    to the verdicts; by default it is the resolved configuration the history's `run-start` event carries (None
+    if it has none). The result also holds `run` (completeness details and op counts), `faults` (the fault windows)
     and, with state samples, `conformance`.
     """
     run_dir = Path(run_dir)

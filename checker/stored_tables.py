@@ -96,8 +96,8 @@ def _history_stamp(history: Path) -> dict[str, int] | None:
 
 
 def write_stored_tables(tables: HistoryTables, run_dir: Path | str) -> None:
-    """The Parquet tables (checker.tables.write_tables), then `tables.json` — last, and replaced in one step, so
-    that its presence means the tables beside it are whole."""
+    """The Parquet tables (checker.tables.write_tables), the sends and polls as Arrow IPC, then `tables.json` —
+    last, and replaced in one step, so that its presence means the tables beside it are whole."""
     run_dir = Path(run_dir)
     write_tables(tables, run_dir)
     for table, name in ((tables.sends, SENDS_ARROW_FILE), (tables.polls, POLLS_ARROW_FILE)):
