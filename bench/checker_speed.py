@@ -7,7 +7,7 @@
                                                     # (of a finished run, and of its history alone)
 
 A size is a number of history events (lines). Each history is generated here and checked in a fresh
-subprocess, so that the peak RSS printed (resource.getrusage; imports alone take ~150 MB) is the checker's
+subprocess, so that the peak RSS printed (VmHWM; imports alone take ~150 MB) is the checker's
 own. The histories are clean (a few failed sends; the checker does the same work either way) and look like
 a real run: 16 partitions, 8 producers sending one record per op, 4 assign-mode consumers polling batches
 of up to 8 records per partition a little behind the producers, a kill/restart by the nemesis, and the
@@ -43,6 +43,20 @@ SEND_FAIL = (
 )
 POLL_INVOKE = '{"index":%d,"time":%d,"process":%d,"type":"invoke","f":"poll","value":[["poll"]]}\n'
 POLL_OK = '{"index":%d,"time":%d,"process":%d,"type":"ok","f":"poll","value":[["poll",{"chaos/%d":[%s]}]]}\n'
+
+
+def peak_rss_kb() -> int:
+    """This process's peak resident memory, KiB: VmHWM, the high-water mark of its own address space. Not
+    getrusage's ru_maxrss: Linux carries that across fork and exec, so a child started by a parent that had
+    generated a large history would report the parent's peak."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
 def generate(
@@ -130,11 +144,11 @@ def run_one(path: Path) -> dict[str, float]:
     from kafka_chaos.checker.faults import faults_from_history
 
     size = path.stat().st_size
-    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    rss_before = peak_rss_kb()
     t0, c0 = time.perf_counter(), time.process_time()
     tables = history_to_tables(path)
     t_tables, c_tables = time.perf_counter() - t0, time.process_time() - c0
-    rss_tables = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    rss_tables = peak_rss_kb()
     meta = tables.meta
     t0, c0 = time.perf_counter(), time.process_time()
     result = analyse(
@@ -161,7 +175,7 @@ def run_one(path: Path) -> dict[str, float]:
         "valid": result.valid,
         "peak_rss_mb_before": rss_before / 1024,
         "peak_rss_mb_tables": rss_tables / 1024,
-        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "peak_rss_mb": peak_rss_kb() / 1024,
     }
 
 
@@ -205,7 +219,7 @@ def check_one(run_dir: Path) -> dict[str, float]:
             if done.code not in (0, None):
                 raise RuntimeError(f"check exited {done.code}") from None
     return {"check_s": time.perf_counter() - t0, "check_cpu_s": time.process_time() - c0,
-            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+            "peak_rss_mb": peak_rss_kb() / 1024}
 
 
 def store_as_the_run_does(run_dir: Path) -> float:
@@ -328,7 +342,7 @@ def run_one_txn(path: Path) -> dict[str, float]:
     return {"txns": len(h.txns), "micro_ops": sends + polled, "read_s": t_read,
             "total_s": total_s, "cpu_s": cpu_s,
             "cycles": len(found.G0) + len(found.G1c),
-            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+            "peak_rss_mb": peak_rss_kb() / 1024}
 
 
 def main_txn(sizes: list[str]) -> int:
