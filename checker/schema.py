@@ -12,6 +12,7 @@ def empty_table(schema: pa.Schema) -> pa.Table:
     """A table of `schema` with no rows. Not `schema.empty_table()`: that imports pandas (~0.4 s a check)."""
     return pa.Table.from_batches([], schema=schema)
 
+
 SENDS_SCHEMA = pa.schema(
     [
         pa.field("value", pa.int64(), nullable=False),

@@ -1,10 +1,11 @@
 """What the report reads from a run's folder (docs/architecture.md §2): results.json, the history, state.jsonl, the
 resolved scenario, logs.
 
-The history comes from `ops.parquet`, which `kafka-chaos check` derives in its one pass over history.jsonl
-(checker.tables.OPS_SCHEMA, with the rest of HistoryScan in its metadata): the per-second series from the ops,
-and only the lines the anomaly tables cite read from history.jsonl, found by their index. Without that file, or
-when history.jsonl changed since, history.jsonl is streamed once instead (`scan_history`).
+The history comes from `ops.parquet`, which the run (or `kafka-chaos check`) derives in its one pass over
+history.jsonl (checker.tables.OPS_SCHEMA): the rest of HistoryScan and the per-second series
+(checker.ops_series) are in its metadata, its index columns pair each line the anomaly tables cite with its
+invoke or completion, and only those lines are read from history.jsonl, found by their index. Without that file,
+or when history.jsonl changed since, history.jsonl is streamed once instead (`scan_history`).
 
 Every file is optional: `load_run` gathers what exists into a `RunData` and says what is missing.
 """

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from kafka_chaos.checker.schema import POLLS_SCHEMA, SENDS_SCHEMA
 from kafka_chaos.checker.stored_tables import read_stored_tables
 from kafka_chaos.checker.tables import history_to_tables
 from kafka_chaos.cluster import labelled
@@ -44,7 +45,7 @@ def test_control_scenario_reports_no_anomalies(chaos_run, seed: int) -> None:
     # the recorder built the check's tables as it wrote the history: what a parse of the finished file gives
     stored, parsed = read_stored_tables(result.run_dir), history_to_tables(result.run_dir)
     assert stored is not None
-    assert stored.sends.equals(parsed.sends) and stored.polls.equals(parsed.polls)
+    assert stored.sends.cast(SENDS_SCHEMA).equals(parsed.sends) and stored.polls.cast(POLLS_SCHEMA).equals(parsed.polls)
     assert stored.meta.events == parsed.meta.events == len(history(result))
 
 
