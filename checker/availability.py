@@ -32,6 +32,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kafka_chaos.checker.context import dictionary_key_codes
 from kafka_chaos.checker.faults import FaultSummary, FaultWindow
 from kafka_chaos.reference_model.availability import (
     LINK_BLOCKING,
@@ -68,17 +69,10 @@ def _col(table: pa.Table, name: str) -> npt.NDArray[Any]:
 def _key_codes(column: pa.ChunkedArray) -> tuple[list[str], npt.NDArray[np.integer]]:
     """The keys in sorted order, and each row's index into them. Strings are hashed once in Arrow: turning
     millions of them into Python or numpy strings was most of the time the windows took."""
-    encoded = [pc.dictionary_encode(chunk) for chunk in column.chunks]  # as it is when already encoded
-    # a dictionary it came with (checker.stored_tables) may name keys no row holds: those are no keys
-    used = [np.bincount(e.indices.to_numpy(), minlength=len(e.dictionary)) > 0 for e in encoded]
-    keys = sorted({k for e, u in zip(encoded, used, strict=True)
-                   for k in np.asarray(e.dictionary.to_pylist(), dtype=object)[u].tolist()})
-    rank = {k: i for i, k in enumerate(keys)}
+    # each chunk encoded on its own (as it is when already encoded), then coded by the ranks of all its names
+    keys, codes = dictionary_key_codes([pc.dictionary_encode(chunk) for chunk in column.chunks])
     dtype = np.min_scalar_type(len(keys))  # fewer bytes for the grouping to go over
-    # each chunk has its own dictionary: map its entries to the ranks of the sorted keys
-    codes = [np.array([rank.get(k, 0) for k in e.dictionary.to_pylist()], dtype=dtype)[e.indices.to_numpy()]
-             for e in encoded]
-    return keys, np.concatenate(codes) if codes else np.empty(0, dtype=dtype)
+    return keys, np.concatenate(codes).astype(dtype) if codes else np.empty(0, dtype=dtype)
 
 
 def _group(codes: npt.NDArray[np.integer], n: int) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:

@@ -69,7 +69,7 @@ def _type_codes(col: pa.ChunkedArray | pa.Array) -> I64:
     return np.asarray(codes[idx.to_numpy(zero_copy_only=False)])
 
 
-def _dictionary_key_codes(arrays: list[pa.DictionaryArray]) -> tuple[list[str], list[I64]]:
+def dictionary_key_codes(arrays: list[pa.DictionaryArray]) -> tuple[list[str], list[I64]]:
     """`_key_codes` of dictionary-encoded columns: only the names some row holds count (a dictionary may hold
     more), each coded by its rank among them."""
     used = [np.asarray(a.dictionary.to_pylist(), dtype=object)[
@@ -90,7 +90,7 @@ def _key_codes(first: pa.ChunkedArray | pa.Array, *rest: pa.ChunkedArray | pa.Ar
     up in the others (polls read the keys sends wrote), which is cheaper than encoding them too."""
     arrays = [_one_array(col) for col in (first, *rest)]
     if all(pa.types.is_dictionary(a.type) for a in arrays):
-        return _dictionary_key_codes(arrays)
+        return dictionary_key_codes(arrays)
     arrays = [a.cast(pa.string()) for a in arrays]
     encoded = pc.dictionary_encode(arrays[0])
     names = sorted(encoded.dictionary.to_pylist())
