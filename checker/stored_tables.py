@@ -26,7 +26,6 @@ from pathlib import Path
 import numpy as np
 import orjson
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from kafka_chaos.checker.schema import EXTRA_READS_SCHEMA, OPS_SCHEMA, POLLS_SCHEMA, SENDS_SCHEMA, empty_table
@@ -101,7 +100,7 @@ def write_stored_tables(tables: HistoryTables, run_dir: Path | str) -> None:
     run_dir = Path(run_dir)
     write_tables(tables, run_dir)
     for table, name in ((tables.sends, SENDS_ARROW_FILE), (tables.polls, POLLS_ARROW_FILE)):
-        table = _encoded(table)
+        table = table.combine_chunks().cast(stored_schema(table.schema))  # one dictionary per column
         with pa.OSFile(str(run_dir / name), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
             writer.write_table(table, max_chunksize=max(1, table.num_rows))  # one chunk: columns map as arrays
     meta, extras = tables.meta, tables.extras
@@ -182,14 +181,6 @@ def read_stored_tables(run_dir: Path | str) -> HistoryTables | None:
 ENCODED = ("key", "type")
 """Columns stored dictionary-encoded: a few names over millions of rows, which the checks code by the names
 (checker.context, checker.availability) instead of hashing every row's string."""
-
-
-def _encoded(table: pa.Table) -> pa.Table:
-    for name in ENCODED:
-        i = table.schema.get_field_index(name)
-        table = table.set_column(i, table.schema.field(name).with_type(pa.dictionary(pa.int32(), pa.string())),
-                                 pc.dictionary_encode(table.column(name).combine_chunks()))
-    return table
 
 
 def stored_schema(schema: pa.Schema) -> pa.Schema:
