@@ -34,6 +34,7 @@ from kafka_chaos.checker.anomalies.txn import (
     g1a_cases,
     precommitted_read_cases,
     with_isolation,
+    with_reused_sequences,
     with_uncommitted_skips,
 )
 from kafka_chaos.checker.context import I64, Context, prepare
@@ -109,6 +110,7 @@ def find_anomalies(
     }
     for name in ("poll-skip", "int-poll-skip"):
         with_uncommitted_skips(found[name], txns)
+    with_reused_sequences(found, txns)
     return {name: found[name] for name in ANOMALY_NAMES}, ctx
 
 

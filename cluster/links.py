@@ -55,6 +55,12 @@ class LinkFaults:
         return {"toxic": kind, **attributes}
 
     def heal(self, broker_id: int) -> None:
+        """Remove the toxics and re-enable the proxy. Toxiproxy removes a toxic from all of a proxy's links at
+        once, but returns when the slowest is done, and a link whose client has gone (librdkafka closes a
+        connection whose request timed out) holds a buffered chunk it writes with a 5 s timeout and then drops
+        (`ToxicLink.RemoveToxic`, link.go). So after a latency toxic a heal can return 5 s per direction after
+        it was asked for, live links healed at its start; new connections to the proxy wait meanwhile (the
+        toxic collection is locked). The history records both ends of the heal (docs/architecture.md §3)."""
         proxy = self._proxy(broker_id)
         for stream in ("downstream", "upstream"):
             if proxy.get_toxic(f"{TOXIC_NAME}-{stream}") is not None:

@@ -602,15 +602,45 @@ def _loss_verdict(what: str, cfg: RunConfig, known: bool, faults: FaultSummary) 
     )
 
 
-def _lost_write(_i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: FaultSummary) -> Verdict:
-    return _loss_verdict("lost write", cfg, known, faults)
+LIBRDKAFKA_REUSED_SEQUENCE = (
+    "librdkafka's abort_transaction purges the messages still queued and moves the partition's sequence base "
+    "past them as if never sent (rd_kafka_toppar_purge_queues; a request that timed out counts as not persisted "
+    "since v2.3.0, confluentinc/librdkafka#4438), but a timed-out request may have been appended; with transaction "
+    "protocol v1 the abort bumps no producer epoch, so the next transaction's first message to that partition "
+    "carries the aborted message's epoch and sequence, the leader takes its batch for a retry of the one it has "
+    "and answers with that batch's offset (UnifiedLog: a duplicate batch returns the first one's offsets), and "
+    "the committed value is never written. A client defect found by kafka-chaos (its client is librdkafka): "
+    "Kafka kept its promise to the batches it was sent"
+)
 
 
-def _unseen(_i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: FaultSummary) -> Verdict:
-    return _loss_verdict("unseen acknowledged write", cfg, known, faults)
+def _reused_sequence(i: Mapping[str, Any], what: str) -> Verdict | None:
+    """The loss `checker.anomalies.txn.with_reused_sequences` traced to a sequence reused after an abort."""
+    mark = i.get("reused_sequence")
+    first = mark[0] if isinstance(mark, list) and mark else mark
+    if not isinstance(first, Mapping):
+        return None
+    return _permitted(
+        f"the {what}: value {first.get('value')} was committed by op {first.get('op')} of process "
+        f"{first.get('process')} and acknowledged at offset {first.get('offset')}, where the log holds value "
+        f"{first.get('aborted_value')}, sent by the same producer's aborted op {first.get('aborted_op')} and "
+        f"never acknowledged: {LIBRDKAFKA_REUSED_SEQUENCE}"
+    )
+
+
+def _lost_write(i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: FaultSummary) -> Verdict:
+    return _reused_sequence(i, "lost write") or _loss_verdict("lost write", cfg, known, faults)
+
+
+def _unseen(i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: FaultSummary) -> Verdict:
+    return _reused_sequence(i, "unseen acknowledged write") or _loss_verdict(
+        "unseen acknowledged write", cfg, known, faults)
 
 
 def _inconsistent_offsets(i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: FaultSummary) -> Verdict:
+    reused = _reused_sequence(i, "inconsistent offset")
+    if reused is not None:
+        return reused
     v = _loss_verdict("inconsistent offset", cfg, known, faults)
     if v.verdict == "permitted" and cfg.acks in ("0", "1") and not faults.unclean_election:
         return _permitted(

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from kafka_chaos.checker.anomalies.cycles import TxnHistory, find_cycles
+from kafka_chaos.checker.anomalies.cycles import Txn, TxnHistory, find_cycles
 from kafka_chaos.checker.context import BOOL, FAIL, I64, OK, Context, last_writer, segment_starts
 
 
@@ -181,3 +181,80 @@ def with_uncommitted_skips(instances: list[dict[str, Any]], txns: TxnHistory | N
             # the reader itself read them, in a transaction that did not commit between the two reads
             inst["skipped_read_in_aborted_txn"] = all(uncommitted(v) or int(v) in between for v in skipped)
     return instances
+
+
+def with_reused_sequences(found: dict[str, list[dict[str, Any]]], txns: TxnHistory | None) -> None:
+    """Mark the losses a transactional producer's reused sequence explains: `reused_sequence` on each
+    `inconsistent-offsets`, `lost-write` and `unseen` instance (`unseen`: when it explains all its values).
+
+    The shape, all in the history: a process's `txn` op failed (its abort returned) with a send to a partition
+    that was never acknowledged (no offset), its next op that sent to that partition committed a value there,
+    acknowledged at an offset where readers found the aborted send's value instead. librdkafka purges the
+    messages still queued when a transaction aborts, and moves the partition's sequence base past them as if
+    they had never been sent (rd_kafka_toppar_purge_queues; since v2.3.0, #4438, a message whose request timed
+    out counts as not persisted); but a timed-out request may have been appended. The next transaction's first
+    message to that partition then carries the aborted message's producer epoch and sequence (transaction
+    protocol v1 bumps no epoch on abort), the leader takes it for a retry of the batch it already has and
+    answers with that batch's offset (UnifiedLog: a duplicate batch returns the first one's offsets), and the
+    committed value is never written. The reference model says whose defect that is.
+
+    `reused_sequence`: `process`, `key`, `offset`, `value` and `op` (the committed send and its op's invoke),
+    `aborted_value` and `aborted_op`. Nothing is marked without transactions in the history."""
+    shapes = found.get("inconsistent-offsets") or []
+    if txns is None or not shapes or not txns.has_transactions:
+        return
+    values = {int(v) for inst in shapes for v in inst.get("values") or []}
+    by_process: dict[int, list[Txn]] = {}
+    acked: dict[tuple[str, int, int], tuple[Txn, int]] = {}  # (key, offset, value) → committed op, its position
+    for t in txns.txns:
+        if t.f != "txn":
+            continue
+        ops = by_process.setdefault(t.process, [])
+        ops.append(t)
+        if t.type == "ok":
+            for key, offset, value in _sends(t):
+                if offset is not None and value in values:
+                    acked[(key, offset, value)] = (t, len(ops) - 1)
+    reused: dict[tuple[str, int], dict[str, Any]] = {}  # (key, committed value) → the mark
+    for inst in shapes:
+        key, offset = str(inst["key"]), int(inst["offset"])
+        others = [int(v) for v in inst.get("values") or []]
+        for value in others:
+            if (key, offset, value) not in acked:
+                continue
+            committed, position = acked[(key, offset, value)]
+            ops = by_process[committed.process]
+            before = next((ops[j] for j in range(position - 1, -1, -1)
+                           if any(k == key for k, _, _ in _sends(ops[j]))), None)
+            if before is None or before.type != "fail":
+                continue
+            lost = [v for k, o, v in _sends(before) if k == key and o is None and v in others and v != value]
+            if lost:
+                mark: dict[str, Any] = {"process": committed.process, "key": key, "offset": offset,
+                                        "value": value, "op": committed.invoke, "aborted_value": lost[0],
+                                        "aborted_op": before.invoke}
+                inst["reused_sequence"] = mark
+                reused[(key, value)] = mark
+    if not reused:
+        return
+    for inst in found.get("lost-write") or []:
+        lost_mark = reused.get((str(inst["key"]), int(inst["value"])))
+        if lost_mark is not None:
+            inst["reused_sequence"] = lost_mark
+    for inst in found.get("unseen") or []:
+        marks = [reused.get((str(inst["key"]), int(v))) for v in inst.get("values") or []]
+        if marks and all(marks):
+            inst["reused_sequence"] = marks[0] if len(marks) == 1 else marks
+
+
+def _sends(t: Txn) -> list[tuple[str, int | None, int]]:
+    """A txn op's sends as (key, acknowledged offset or None, value), completed or not."""
+    out = []
+    for m in t.mops:
+        if isinstance(m, list) and len(m) == 3 and m[0] == "send":
+            sent = m[2]
+            if isinstance(sent, list) and len(sent) == 2 and isinstance(sent[1], int):
+                out.append((str(m[1]), sent[0] if isinstance(sent[0], int) else None, sent[1]))
+            elif isinstance(sent, int):
+                out.append((str(m[1]), None, sent))
+    return out

@@ -165,9 +165,9 @@ def test_kafka_17754_shape_delayed_end_txn_on_the_coordinators_link(chaos_run, v
     (KIP-890's per-transaction epoch bump is not in it: confluentinc/librdkafka#5423), so the model's
     expectation is the same for both: an aborted record seen at read_committed or a torn transaction is
     *permitted* (KAFKA-17754), anything else KIP-98 forbids is a violation. The test asserts that expectation
-    and that the schedule came close — EndTxn in flight inside the slowed windows, and EndTxn requests that
-    timed out and went again (librdkafka's log) — and prints what each version showed; it does not require
-    the bug to appear."""
+    and that the schedule came close — EndTxn in flight inside a slowed window — and prints what each version
+    showed (with the requests to the coordinator that timed out and went again, from librdkafka's log); it does
+    not require the bug to appear."""
     scenario = {**BASE, "name": "txn-kafka-17754", "duration_s": 30, "seed": 17754,
                 "cluster": {"nodes": 3, "toxiproxy": True, **({"kafka_version": version} if version else {})},
                 "workload": {**BASE["workload"], "txn_socket_timeout_ms": 3000},
@@ -199,7 +199,13 @@ def test_kafka_17754_shape_delayed_end_txn_on_the_coordinators_link(chaos_run, v
           f"window (EndTxn result, op type) {outcomes}; requests to the coordinator that timed out and went "
           f"again {dict(timed_out)}; "
           f"anomalies (name, isolation, verdict) {dict(found)}")
-    assert all(in_flight), "no EndTxn was in flight while the coordinator's link was slowed: the shape was missed"
+    # One EndTxn held back by the slowed link is the shape; the second window is a second chance at it, not a
+    # second requirement. A window passes with no EndTxn asked for when both producers are held before their
+    # commit or abort the whole time, e.g. a mixed transaction (30% of them) in send_offsets_to_transaction
+    # until AddOffsetsToTxn and TxnOffsetCommit get through the slowed link (its timeout is 15 s; a transaction
+    # that is not mixed reaches its commit or abort at once). CI saw it on 2026-11-26: none in the first window,
+    # six in the second; toxiproxy draws the delays, unseeded.
+    assert any(in_flight), "no EndTxn was in flight while the coordinator's link was slowed: the shape was missed"
     # the model's expectation on this version: KAFKA-17754's effects permitted, every other promise of KIP-98 kept
     for inst in r["anomalies"].get("G1a", []):
         if inst.get("isolation") == "read_committed":
