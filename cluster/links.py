@@ -33,8 +33,9 @@ class LinkFaults:
         return proxy
 
     def apply(self, kind: LinkKind, broker_id: int, *, latency_ms: int = 500, jitter_ms: int = 0,
-              rate_kbps: int = 64) -> dict[str, Any]:
-        """Start one link fault on a broker's client link; returns what was applied (for the history)."""
+              rate_kbps: int = 64, streams: tuple[str, ...] = ("downstream", "upstream")) -> dict[str, Any]:
+        """Start one link fault on a broker's client link; returns what was applied (for the history).
+        `streams`: downstream is the broker's answers to clients, upstream the clients' requests."""
         proxy = self._proxy(broker_id)
         if kind == "link-down":
             proxy.disable()
@@ -50,7 +51,7 @@ class LinkFaults:
             attributes = {"timeout": 0}  # TCP RST at once
         else:
             raise ValueError(f"unknown link fault {kind!r}")
-        for stream in ("downstream", "upstream"):
+        for stream in streams:
             proxy.add_toxic(type=kind, stream=stream, name=f"{TOXIC_NAME}-{stream}", attributes=attributes)
         return {"toxic": kind, **attributes}
 

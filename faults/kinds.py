@@ -148,7 +148,8 @@ class LinkFault:
 
     name: LinkKind
     links: LinkFaults
-    params: dict[str, int]
+    params: dict[str, Any]
+    """LinkFaults.apply's keyword arguments (latency_ms, jitter_ms, rate_kbps)."""
 
     def start(self, nodes: list[int]) -> dict[str, Any]:
         applied: dict[str, Any] = {}

@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections import Counter
+from pathlib import Path
 from typing import Any
+from uuid import uuid4
 
 import pytest
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 
+from kafka_chaos.checker import check_run
+from kafka_chaos.cluster import KafkaCluster
 from kafka_chaos.cluster.logs import client_logger
 from kafka_chaos.harness.run import RunResult
+from kafka_chaos.history import History
+from kafka_chaos.workloads.recorder import parse_payload, payload
 
 from .conftest import events, nemesis
 
@@ -212,3 +220,128 @@ def test_kafka_17754_shape_delayed_end_txn_on_the_coordinators_link(chaos_run, v
             assert inst["verdict"] == "permitted" and "KAFKA-17754" in inst["reason"], inst
     assert not r["violations"], r["violations"][:3]
     assert "not_checked" not in r and r["complete"]
+
+
+def _read_partition(cluster: KafkaCluster, topic: str, partition: int, isolation: str,
+                    end: int) -> list[tuple[int, int]]:
+    """(offset, value) of every record a reader at `isolation` returns from the partition, up to offset `end`."""
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers(direct=True), "group.id": f"r-{uuid4().hex}",
+                         "isolation.level": isolation, "enable.auto.commit": False,
+                         "enable.partition.eof": True})
+    consumer.assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
+    read: list[tuple[int, int]] = []
+    deadline = time.monotonic() + 30
+    try:
+        while time.monotonic() < deadline:
+            msg = consumer.poll(1.0)
+            if msg is None:
+                continue
+            err = msg.error()
+            if err is not None:
+                if err.code() == KafkaError._PARTITION_EOF and consumer.position(
+                        [TopicPartition(topic, partition)])[0].offset >= end:
+                    break
+                continue
+            value, offset = parse_payload(msg.value()), msg.offset()
+            if value is not None and offset is not None:
+                read.append((offset, value))
+    finally:
+        consumer.close()
+    return read
+
+
+@pytest.mark.parametrize("version", [
+    pytest.param(None, id="default", marks=pytest.mark.kafka_cluster(nodes=3, toxiproxy=True)),
+    pytest.param("4.0.1", marks=[pytest.mark.kafka_cluster(nodes=3, toxiproxy=True, kafka_version="4.0.1"),
+                                 pytest.mark.nightly]),
+])
+def test_librdkafka_reuses_an_aborted_sends_sequence_and_the_next_commit_is_lost(
+        kafka_cluster: KafkaCluster, make_topic, tmp_path: Path, version: str | None) -> None:
+    """The loss txn-kafka-17754 once showed on 4.0.1, made on purpose: a transactional producer's send to a
+    partition whose leader's answers are held back (6 s, past the 3 s request timeout) is appended but not
+    acknowledged; the producer aborts while it waits for a retry, then commits a new value to that partition.
+    librdkafka's abort purged the send and moved the sequence base past it (rd_kafka_toppar_purge_queues), so
+    the new value carries the aborted one's sequence in the same epoch (protocol v1), the leader answers with
+    the aborted batch's offset and never writes it. What librdkafka's code says this version does, measured:
+    the commit is acknowledged at the aborted value's offset, a read_committed reader never sees the committed
+    value; and beside it the checker's verdict on the history of these ops: the shape marked
+    (`reused_sequence`) and permitted as the client's defect, nothing else a violation. The same on 4.0.1, where
+    the suite first saw it (nightly): the broker de-duplicates the same way on every version here."""
+    topic = make_topic(partitions=3, replication_factor=3, configs={"min.insync.replicas": "2"})
+    txn_id = f"kafka-chaos-reuse-{uuid4().hex[:8]}"
+    producer = Producer({"bootstrap.servers": kafka_cluster.bootstrap_servers(), "transactional.id": txn_id,
+                         "enable.idempotence": True, "acks": "all", "linger.ms": 0,
+                         "socket.timeout.ms": 3000, "request.timeout.ms": 3000, "delivery.timeout.ms": 60000,
+                         "transaction.timeout.ms": 60000, "logger": client_logger()})
+    producer.init_transactions(30)
+    coordinator = kafka_cluster.txn_coordinator_id(txn_id)
+    # a partition led away from the coordinator: the abort's EndTxn must not wait on the slowed link
+    state = next(s for s in kafka_cluster.partition_states(topic) if s.leader not in (None, coordinator))
+    key, leader = state.key, int(state.leader or 0)
+    acked: dict[int, int] = {}
+
+    def on_delivery(err: KafkaError | None, msg: Any) -> None:
+        value = parse_payload(msg.value())
+        if err is None and value is not None:
+            acked[value] = msg.offset()
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    with History(run_dir / "history.jsonl") as history:
+        process = history.new_process()
+
+        def txn(values: list[int], *, slow: bool = False) -> str:
+            """One transaction of sends to the partition; `slow`: its leader's answers held back, then aborted."""
+            history.record(process, "invoke", "txn", [["send", key, v] for v in values])
+            producer.begin_transaction()
+            links = kafka_cluster.toxiproxy.links  # type: ignore[union-attr]
+            if slow:  # before the send: its answer must be held back, not the request
+                links.apply("latency", leader, latency_ms=6000, streams=("downstream",))
+            for v in values:
+                producer.produce(topic, value=payload(v, 64), partition=state.partition, on_delivery=on_delivery)
+            if slow:
+                try:
+                    producer.poll(4.5)  # the Produce request times out at 3 s; reconnecting times out too
+                    producer.abort_transaction(30)
+                finally:
+                    links.heal(leader)
+            else:
+                producer.commit_transaction(30)
+            producer.poll(0)
+            outcome = "fail" if slow else "ok"
+            history.record(process, outcome, "txn", [["send", key, [acked.get(v), v]] for v in values])
+            return outcome
+
+        assert txn([1, 2]) == "ok"  # the producer id, epoch and sequence are established on this partition
+        txn([3], slow=True)
+        assert txn([4]) == "ok"
+        assert txn([5]) == "ok"
+        end = acked[5] + 1
+        reader = history.new_process()
+        for isolation in ("read_uncommitted", "read_committed"):
+            history.record(reader, "invoke", "assign", {"keys": [key], "isolation": isolation})
+            history.record(reader, "ok", "assign", {"keys": [key]})
+            history.record(reader, "invoke", "poll", [["poll"]])
+            read = _read_partition(kafka_cluster, topic, state.partition, isolation, end)
+            history.record(reader, "ok", "poll", [["poll", {key: [list(r) for r in read]}]])
+            if isolation == "read_uncommitted":
+                uncommitted = dict((v, o) for o, v in read)
+            else:
+                committed = [v for _, v in read]
+            reader = history.new_process()
+        history.record("harness", "info", "drain-complete", True)
+    producer.flush(5)
+
+    print(f"Kafka {version or 'default'}: {key} led by {leader}, coordinator {coordinator}: acknowledged "
+          f"{acked}; read_uncommitted {uncommitted}; read_committed {committed}")
+    # the measurement: 3 was appended though never acknowledged, and 4 was acknowledged at 3's offset
+    assert 3 not in acked and 3 in uncommitted, (acked, uncommitted)
+    assert acked[4] == uncommitted[3], "4 was written: librdkafka did not reuse the aborted send's sequence"
+    assert 4 not in committed and committed == [1, 2, 5], committed
+    # the model's expectation beside it
+    r = check_run(run_dir, write=False)
+    marked = {name: [i.get("reused_sequence", {}).get("value") for i in r["anomalies"].get(name, [])]
+              for name in ("lost-write", "unseen", "inconsistent-offsets")}
+    assert marked == {"lost-write": [4], "unseen": [4], "inconsistent-offsets": [4]}, marked
+    assert all(i["verdict"] == "permitted" for name in marked for i in r["anomalies"][name])
+    assert not r["violations"], r["violations"][:3]
