@@ -16,13 +16,19 @@ import contextlib
 import logging
 import threading
 import time
+import warnings
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from kafka.admin import KafkaAdminClient
-from kafka.protocol.admin import DescribeTopicPartitionsRequest
+# kafka-python 3.0 reads each of its protocol schemas through importlib.resources' legacy read_text when it is
+# imported: two DeprecationWarnings per schema (over 200) in the output of every user's suite that loads the pytest
+# plugin, about code neither they nor kafka-chaos can change. Only those two messages are silenced, only here.
+with warnings.catch_warnings():
+    warnings.filterwarnings("ignore", r"(open|read)_text is deprecated", DeprecationWarning)
+    from kafka.admin import KafkaAdminClient
+    from kafka.protocol.admin import DescribeTopicPartitionsRequest
 
 # kafka-python logs every refused connection and failed metadata refresh at WARNING/ERROR; under a nemesis those
 # are the expected state of affairs, and the harness reports what matters itself.

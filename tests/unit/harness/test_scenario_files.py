@@ -3,10 +3,12 @@ run)."""
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 
 import pytest
 
+from kafka_chaos.errors import ScenarioError
 from kafka_chaos.harness.campaign import load_campaign, predict
 from kafka_chaos.harness.scenario import load_scenario, parse_scenario, to_toml
 
@@ -21,8 +23,6 @@ def test_scenario_loads(path: Path) -> None:
 @pytest.mark.parametrize("path", sorted(SCENARIOS.glob("*.toml")), ids=lambda p: p.name)
 def test_scenario_survives_its_resolved_toml(path: Path) -> None:
     """A run writes its scenario back as TOML (scenario.resolved.toml, replays, shrinks): it must read the same."""
-    import tomllib
-
     scenario = load_scenario(path)
     assert parse_scenario(tomllib.loads(to_toml(scenario.model_dump(exclude_none=True)))) == scenario
 
@@ -42,3 +42,23 @@ def test_power_loss_campaign_crosses_versions_with_the_models_expectation() -> N
         assert by[(version, "one-power-loss")] == {"loss_possible": False, "writes_available": True}
         for fault_set in ("last-isr-power-loss", "all-power-loss"):
             assert (by[(version, fault_set)] or {}).get("loss_possible") is True
+
+
+def test_the_rack_example_puts_a_replica_in_each_rack_and_cuts_a_whole_rack() -> None:
+    s = load_scenario(SCENARIOS / "rack-cut.toml")
+    racks = {b: s.cluster.rack_of(b) for b in s.cluster.broker_ids()}
+    assert racks == {1: "a", 2: "b", 3: "a"}
+    assert s.topic.replication_factor == s.cluster.nodes  # every rack holds a replica of every partition
+    assert s.workload.client_rack == "b"
+    (fault,) = s.faults.schedule
+    assert fault.kind == "partition" and fault.target == "rack:b"
+
+
+def test_the_external_example_names_a_command_for_each_action_its_faults_need() -> None:
+    s = load_scenario(SCENARIOS / "external-cluster.toml")
+    assert s.cluster.bootstrap_servers and s.cluster.control is not None
+    assert all(not s.cluster.control.missing_for(f.kind) for f in s.faults.schedule)
+    assert all("{node}" in getattr(s.cluster.control, action) for action in ("kill", "start", "stop", "logs"))
+    with pytest.raises(ScenarioError, match="not possible on an external cluster"):  # the file is not lenient
+        parse_scenario({**tomllib.loads((SCENARIOS / "external-cluster.toml").read_text()),
+                        "faults": {"schedule": [{"kind": "partition"}]}})
