@@ -6,7 +6,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
+
 from kafka_chaos.harness.run import RunResult
+from kafka_chaos.rundir import SENDS_FILE
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 
@@ -26,13 +29,23 @@ def topic_of(result: RunResult) -> str:
     return str(topic)
 
 
-def nemesis(result: RunResult, f: str) -> list[dict[str, Any]]:
-    """The `info` events (the fault took effect) of nemesis op `f`, in order."""
-    return [e for e in events(result) if e["process"] == "nemesis" and e["f"] == f and e["type"] == "info"]
+def nemesis(result: RunResult, f: str, type_: str = "info") -> list[dict[str, Any]]:
+    """The `info` events (the fault took effect) of nemesis op `f`, in order; `type_="invoke"`: when each began."""
+    return [e for e in events(result) if e["process"] == "nemesis" and e["f"] == f and e["type"] == type_]
 
 
 def sends_between(result: RunResult, start: int, end: int, type_: str = "ok") -> int:
     return sum(1 for e in events(result) if e["f"] == "send" and e["type"] == type_ and start <= e["time"] <= end)
+
+
+def sends_invoked_between(result: RunResult, start: int, end: int, type_: str = "ok") -> list[tuple[int, int]]:
+    """(invoke, completion) times of the sends invoked after `start` that completed as `type_` before `end` (the
+    run's sends table: each send paired with its invocation). Unlike `sends_between`, a send already in flight at
+    `start` does not count: what it shows is the cluster's answer to writes made after an event, however long the
+    machine took to get there."""
+    rows = pq.read_table(result.run_dir / SENDS_FILE, columns=["type", "invoke_time", "complete_time"]).to_pylist()
+    return sorted((r["invoke_time"], r["complete_time"]) for r in rows if r["type"] == type_
+                  and r["complete_time"] is not None and start < r["invoke_time"] and r["complete_time"] < end)
 
 
 def leader_changes(result: RunResult, key: str) -> list[tuple[int, int | None, list[int] | None]]:
