@@ -217,12 +217,7 @@ def test_rack_cut_in_a_two_rack_cluster(chaos_run) -> None:
     off leaves an ISR of two — once the ISR has shrunk to rack a (replica.lag.time.max.ms, and the fencing of
     node 2 where it led), writes are available again within the model's bound and nothing acknowledged may be lost;
     rack-b reads are held to the same rules as any other."""
-    scenario = {**BASE, "name": "rack-cut", "duration_s": 22,
-                "cluster": {"nodes": 3, "racks": ["a", "b"]},
-                "workload": {**BASE["workload"], "client_rack": "b"},
-                "faults": {"schedule": [{"kind": "partition", "shape": "isolate", "target": "rack:b",
-                                         "at_s": 3, "duration_s": 12}]}}
-    result = chaos_run(scenario)
+    result = chaos_run(SCENARIOS / "rack-cut.toml")  # the example scenario for racks
     (cut,) = nemesis(result, "partition")
     assert cut["value"]["nodes"] == [2], cut
     (heal,) = nemesis(result, "heal")
@@ -235,7 +230,7 @@ def test_rack_cut_in_a_two_rack_cluster(chaos_run) -> None:
     by_time: dict[int, int] = {}
     for t in shrunk:
         by_time[t] = by_time.get(t, 0) + 1
-    partitions = BASE["topic"]["partitions"]
+    partitions = result.scenario.topic.partitions
     rack_a_only = min((t for t, n in by_time.items() if n == partitions), default=None)
     assert rack_a_only is not None, "the ISR never shrank to rack a while rack b was cut off (model: it must, " \
         "replica.lag.time.max.ms after the cut)"
