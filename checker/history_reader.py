@@ -309,6 +309,14 @@ _ERRORS = (ValueError, KeyError, TypeError, IndexError, AttributeError)
 """What a damaged event raises in a handler."""
 
 
+_OpHandler = Callable[[dict[str, Any], dict[str, Any] | None, int, str, int, int, int], None]
+"""A client op's handler: (completion, its invoke or None, process, type, time, index, the invoke's index)."""
+
+
+def _same(event: Any) -> Any:
+    return event
+
+
 class HistoryReader:
     """One pass over history lines (see the module docstring).
 
@@ -326,14 +334,18 @@ class HistoryReader:
         self.on_bad_line = on_bad_line
 
     def read(self, lines: Iterable[bytes], *, source: str) -> HistoryRead:
-        """One pass over the lines (each with its newline, except perhaps the last).
+        """One pass over the lines (each with its newline, except perhaps the last)."""
+        return self._read(lines, source, LOADS)
 
-        The handlers are closures over plain lists and their bound `append`s, written for CPython's speed (local
-        names, no per-record method calls): reading the history is the one part of checking a run that cannot
-        be vectorised.
-        """
+    def read_events(self, events: Iterable[dict[str, Any]], *, source: str = "history") -> HistoryRead:
+        """The same pass over events already decoded (a history built in memory)."""
+        return self._read(events, source, _same)
+
+    def _read(self, lines: Iterable[Any], source: str, loads: Callable[[Any], Any]) -> HistoryRead:
+        """The pass. The handlers are closures over plain lists and their bound `append`s, written for CPython's
+        speed (local names, no per-record method calls): reading the history is the one part of checking a run
+        that cannot be vectorised."""
         out = HistoryRead()
-        loads = LOADS
         records, sink, on_bad_line = self.records, self.sink, self.on_bad_line
         sends, polls, ops = _Columns(), _Columns(), _Ops(self.ops)
         keep_ops = self.ops
@@ -489,22 +501,18 @@ class HistoryReader:
             nonlocal ignored
             ignored += 1
 
-        def on_crash(o: dict[str, Any], inv: dict[str, Any] | None, proc: int, typ: str, t: int, index: int,
-                     inv_index: int) -> None:
-            pass
-
         def on_unknown_f(o: dict[str, Any], inv: dict[str, Any] | None, proc: int, typ: str, t: int, index: int,
                          inv_index: int) -> None:
             raise _Unexpected(f"f {o['f']!r}: a client op is one of send, poll, txn, assign, subscribe, crash or "
                               "debug-topic-partitions (Jepsen's Kafka workload)")
 
-        by_f: dict[Any, Callable[..., None]] = {
-            "send": on_send if records else on_crash,
-            "poll": on_poll if records else on_crash,
-            "txn": on_txn if records else on_crash,
+        by_f: dict[Any, _OpHandler | None] = {  # None: nothing to do with the op beyond pairing it
+            "send": on_send if records else None,
+            "poll": on_poll if records else None,
+            "txn": on_txn if records else None,
             "assign": on_membership,
             "subscribe": on_membership,
-            "crash": on_crash,
+            "crash": None,
             "debug-topic-partitions": on_debug,
         }
 
@@ -592,7 +600,9 @@ class HistoryReader:
                                 o_inv_time(inv["time"])
                         if sink is not None:
                             sink(inv, o)
-                        by_f.get(f, on_unknown_f)(o, inv, proc, typ, t, index, inv_index)
+                        handler = by_f.get(f, on_unknown_f)
+                        if handler is not None:
+                            handler(o, inv, proc, typ, t, index, inv_index)
                     elif proc in FAULT_PROCESSES:
                         on_fault_event(o, proc, t, o.get("index", lineno - 1))
                     elif proc == HARNESS:
