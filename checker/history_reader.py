@@ -620,6 +620,7 @@ class HistoryReader:
         try:
             for proc, inv in pending.items():
                 on_unfinished(proc, inv)
+            out.end_time = max([t, *(inv["time"] for inv in pending.values())])
         except _ERRORS as e:
             raise _damaged(source, lineno, e) from None
 
@@ -633,7 +634,6 @@ class HistoryReader:
         out.ignored = ignored
         out.unplaced_records = unplaced
         out.events = lineno - blank - len(out.bad_lines) - (1 if out.truncated else 0)
-        out.end_time = max([t, *(inv["time"] for inv in pending.values())])
         out.unfinished = dict(Counter([*abandoned, *(str(inv.get("f")) for inv in pending.values())]))
         out.ok_poll_times = np.asarray(ok_poll_times, dtype=np.int64)
         out.ops = ops.table()
