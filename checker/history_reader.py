@@ -313,6 +313,16 @@ _OpHandler = Callable[[dict[str, Any], dict[str, Any] | None, int, str, int, int
 """A client op's handler: (completion, its invoke or None, process, type, time, index, the invoke's index)."""
 
 
+def _event(line: bytes) -> Any:
+    """A line decoded and its envelope checked (what a lenient pass skips rather than fails on later, when the
+    columns are built)."""
+    o = LOADS(line)
+    if (type(o) is not dict or "process" not in o or type(o.get("time")) is not int
+            or type(o.get("index", 0)) is not int):
+        raise ValueError("not a history event: an object with a process, an integer time and an integer index")
+    return o
+
+
 def _same(event: Any) -> Any:
     return event
 
@@ -335,7 +345,7 @@ class HistoryReader:
 
     def read(self, lines: Iterable[bytes], *, source: str) -> HistoryRead:
         """One pass over the lines (each with its newline, except perhaps the last)."""
-        return self._read(lines, source, LOADS)
+        return self._read(lines, source, LOADS if self.on_bad_line is None else _event)
 
     def read_events(self, events: Iterable[dict[str, Any]], *, source: str = "history") -> HistoryRead:
         """The same pass over events already decoded (a history built in memory)."""
@@ -582,6 +592,9 @@ class HistoryReader:
                         if typ not in completion_types:
                             raise _Unexpected(f"type {typ!r}: a client op's type is one of invoke, ok, fail, info")
                         f = o["f"]
+                        handler = by_f.get(f, on_unknown_f)
+                        if handler is on_unknown_f:  # before the pairing: a line skipped leaves it as it was
+                            on_unknown_f(o, None, proc, typ, t, 0, 0)
                         inv = pending.pop(proc, None)
                         kind = kinds.get((f, typ))
                         if kind is None:
@@ -600,7 +613,6 @@ class HistoryReader:
                                 o_inv_time(inv["time"])
                         if sink is not None:
                             sink(inv, o)
-                        handler = by_f.get(f, on_unknown_f)
                         if handler is not None:
                             handler(o, inv, proc, typ, t, index, inv_index)
                     elif proc in FAULT_PROCESSES:
