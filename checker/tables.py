@@ -202,34 +202,22 @@ def parse_lines(lines: Iterable[bytes], *, source: str) -> HistoryTables:
     return tables_of(HistoryReader().read(lines, source=source))
 
 
+_AS_READ = ("drain_complete", "drain_start", "truncated", "events", "end_time", "run_start", "op_counts",
+            "ok_poll_times", "ignored", "unplaced_records", "isolation", "ops", "unfinished")
+"""HistoryMeta's fields that are the reader's (HistoryRead) as they are."""
+
+
 def tables_of(read: HistoryRead) -> HistoryTables:
     """What one reader pass found, as HistoryTables (the record tables are empty unless it built them)."""
     meta = HistoryMeta(
         complete=read.complete,
-        drain_complete=read.drain_complete,
-        drain_start=read.drain_start,
-        truncated=read.truncated,
-        events=read.events,
-        end_time=read.end_time,
-        run_start=read.run_start,
         subscribe_processes=frozenset(read.subscribe_processes),
-        nemesis=tuple(NemesisEvent(index=i, time=t, type=ty, f=f, value=v, error=er, process=p)
-                      for i, t, ty, f, v, er, p in read.fault_events),
-        op_counts=read.op_counts,
-        ok_poll_times=read.ok_poll_times,
-        ignored=read.ignored,
-        unplaced_records=read.unplaced_records,
-        isolation=read.isolation,
-        ops=read.ops,
+        nemesis=tuple(NemesisEvent(i, t, ty, f, v, er, p) for i, t, ty, f, v, er, p in read.fault_events),
         fetch_from=tuple(read.fetch_from),
-        unfinished=read.unfinished,
+        **{name: getattr(read, name) for name in _AS_READ},
     )
-    extras = PollExtras(
-        reads=read.extra_reads,
-        resets=tuple(Reset(p, i, names) for p, i, names in read.resets),
-        rebalanced=read.rebalanced,
-        empty=tuple(read.empty_reads),
-    )
+    extras = PollExtras(read.extra_reads, tuple(Reset(p, i, names) for p, i, names in read.resets), read.rebalanced,
+                        tuple(read.empty_reads))
     return HistoryTables(sends=read.sends, polls=read.polls, meta=meta, extras=extras)
 
 
