@@ -333,11 +333,14 @@ class HistoryReader:
     `records`: build the sends, polls and extra-reads tables (else only the pairs and the metadata are read);
     `ops`: build the ops table (OPS_SCHEMA); `sink`: given every pair (PairSink); `on_bad_line`: called with the
     line number and the error of each malformed line, which is then skipped (without it, such a line is a
-    HistoryError, except a cut last line).
+    HistoryError, except a cut last line). Only a pass without record tables may skip lines: a send or poll
+    value found wrong mid-way could leave part of its rows behind.
     """
 
     def __init__(self, *, records: bool = True, ops: bool = True, sink: PairSink | None = None,
                  on_bad_line: Callable[[int, HistoryError], None] | None = None) -> None:
+        if records and on_bad_line is not None:
+            raise ValueError("on_bad_line needs records=False: the record tables are built from every line")
         self.records = records
         self.ops = ops
         self.sink = sink

@@ -3,7 +3,7 @@ text lines, in parallel, with no single-process step between a run and the job (
 
 Input: one history file or a folder of parts (`history.jsonl`, `history.jsonl.gz`, `history.jsonl.zst`,
 `history/*.jsonl*`), local or any URI Spark reads; Hadoop's codecs decompress by extension. The rules are the
-checker's parser's (`checker/tables.py`), expressed as Spark columns:
+checker's history reader's (`checker/history_reader.py`, whose names it imports), as Spark columns:
 
 - Each line is one event: `from_json` with an explicit envelope (`process`, `type`, `f`, `index`, `time`, and
   `value` kept as JSON text), micro-ops parsed from that text only where they are used.

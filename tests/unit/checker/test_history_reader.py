@@ -182,13 +182,15 @@ def test_with_on_bad_line_a_malformed_line_is_skipped_listed_and_makes_the_run_i
     lines = h.text().splitlines(keepends=True)
     text = "".join([lines[0], "{not json\n", '{"process": 1}\n', *lines[1:]])
     bad: list[int] = []
-    r = read(text, on_bad_line=lambda lineno, error: bad.append(lineno))
+    r = read(text, records=False, on_bad_line=lambda lineno, error: bad.append(lineno))
     assert bad == r.bad_lines == [2, 3]
-    assert r.sends.num_rows == 1 and r.drain_complete is True and not r.complete
+    assert r.ops.num_rows == 1 and r.drain_complete is True and not r.complete
     assert r.events == len(h.events)
+    with pytest.raises(ValueError, match="records=False"):
+        HistoryReader(on_bad_line=lambda lineno, error: None)
     # an op of an unknown f between an invoke and its completion leaves the pairing as it was
     text = "".join([lines[0], '{"index": 9, "time": 1500, "process": 1, "type": "ok", "f": "sned"}\n', *lines[1:]])
-    r = read(text, on_bad_line=lambda lineno, error: None)
+    r = read(text, records=False, on_bad_line=lambda lineno, error: None)
     assert r.bad_lines == [2] and r.ops.to_pylist()[0]["invoke_index"] == 0 and "sned" not in r.op_counts
 
 
