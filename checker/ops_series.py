@@ -1,7 +1,8 @@
 """What the report draws of a run's ops, per second: completions by f and type, and the sends' latencies (p50,
 p99, max). Computed once, when the ops table is written (checker.tables.write_tables, at the end of a run or by a
 check that parsed the history), and kept in `ops.parquet`'s metadata, so that drawing a large run does not read
-its millions of ops again (report.data.scan_ops; report.data.scan_history computes the same from history.jsonl).
+its millions of ops again (report.data.scan_ops; without that file, report.data.scan_history computes them from
+one pass of the history reader).
 """
 
 from __future__ import annotations

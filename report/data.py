@@ -1,21 +1,22 @@
 """What the report reads from a run's folder (docs/architecture.md §2): results.json, the history, state.jsonl, the
 resolved scenario, logs.
 
-The history comes from `ops.parquet`, which the run (or `kafka-chaos check`) derives in its one pass over
-history.jsonl (checker.tables.OPS_SCHEMA): the rest of HistoryScan and the per-second series
-(checker.ops_series) are in its metadata, its index columns pair each line the anomaly tables cite with its
-invoke or completion, and only those lines are read from history.jsonl, found by their index. Without that file,
-or when history.jsonl changed since, history.jsonl is streamed once instead (`scan_history`).
+The history comes from `ops.parquet`, which a run stores with its tables (checker.stored_tables) and `kafka-chaos
+check` writes after its one pass over history.jsonl (checker.tables.OPS_SCHEMA): the rest of HistoryScan and the
+per-second series (checker.ops_series) are in its metadata, its index columns pair each line the anomaly tables
+cite with its invoke or completion, and only those lines are read from history.jsonl, found by their index.
+Without that file, or when history.jsonl changed since, the history reader (checker.history_reader) makes one
+pass over history.jsonl instead (`scan_history`), skipping and listing malformed lines, and its result is read
+the same way.
 
 Every file is optional: `load_run` gathers what exists into a `RunData` and says what is missing.
 """
 
-
 import html
 import json
 import tomllib
-from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,10 +28,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pydantic import ValidationError
 
-from kafka_chaos.checker.ops_series import latency_percentiles, read_ops_series
+from kafka_chaos.checker.history_reader import HARNESS, LOADS, HistoryReader, is_complete
+from kafka_chaos.checker.ops_series import read_ops_series
 from kafka_chaos.checker.results import RunResults
-from kafka_chaos.checker.tables import OPS_SUMMARY_KEY
-from kafka_chaos.errors import KafkaChaosError
+from kafka_chaos.checker.tables import OPS_SUMMARY_KEY, history_summary, tables_of
+from kafka_chaos.errors import HistoryError, KafkaChaosError
 from kafka_chaos.rundir import HISTORY_FILE, LOGS_DIR, OPS_FILE, RESULTS_FILE, SCENARIO_FILE, STATE_FILE, RunDir
 
 DEFAULT_MAX_INSTANCES = 20
@@ -42,16 +44,7 @@ RAW_LINE_CHARS = 400
 
 
 
-def _loads_fn() -> Callable[[bytes], Any]:
-    try:
-        import orjson
-
-        return orjson.loads
-    except ImportError:
-        return json.loads
-
-
-_loads = _loads_fn()
+_loads = LOADS
 
 
 # -- reading -------------------------------------------------------------------------------------------------
@@ -77,7 +70,7 @@ class HistoryScan:
     events: int = 0
     end_time: int = 0
     bad_lines: list[int] = field(default_factory=list)
-    """Malformed lines other than a cut last line (1-based)."""
+    """Malformed lines other than a cut last line (1-based), skipped."""
     cut_last_line: bool = False
     run_start: dict[str, Any] | None = None
     drain_complete: bool | None = None
@@ -88,15 +81,20 @@ class HistoryScan:
     """Rack-aware consumers' `fetch-from` events (the replica each partition was fetched from), with `time`."""
     counts: Counter[tuple[str, str, int]] = field(default_factory=Counter)
     """(f, type, second) → completed client ops."""
-    latency: dict[int, list[int]] = field(default_factory=lambda: defaultdict(list))
-    """second → send latencies (ns) of the sends that completed then (`scan_history` only)."""
     latency_percentiles: dict[int, tuple[int, int, int]] = field(default_factory=dict)
-    """second → (p50, p99, max) of those send latencies, ns (what the timeline draws)."""
+    """second → (p50, p99, max) of the latencies (ns) of the sends that completed then (what the timeline draws)."""
     unfinished: Counter[str] = field(default_factory=Counter)
     lines: dict[int, OpLine] = field(default_factory=dict)
     """Cited lines by history index."""
     partner: dict[int, int] = field(default_factory=dict)
     """History index of an op's invoke ↔ its completion, for the cited ops."""
+    error: str | None = None
+    """Why the history could not be read, when it could not (then only `present` is set)."""
+
+    @property
+    def complete(self) -> bool:
+        """The run is complete by the history reader's one definition (checker.history_reader.is_complete)."""
+        return is_complete(self.drain_complete, truncated=self.cut_last_line, malformed=len(self.bad_lines))
 
 
 def _raw(line: bytes) -> str:
@@ -118,100 +116,28 @@ def _op_line(ev: dict[str, Any], idx: int, lineno: int, line: bytes) -> OpLine:
 
 
 def scan_history(path: Path, wanted: Iterable[int] = ()) -> HistoryScan:
-    """Stream `history.jsonl` once (see the module docstring). `wanted`: history indexes to keep the lines of,
-    with their invoke / completion partners."""
-    scan = HistoryScan()
+    """One pass of the history reader over `history.jsonl` (no record tables; malformed lines skipped and listed),
+    read as `scan_ops` reads `ops.parquet`. `wanted`: history indexes to keep the lines of, with their invoke /
+    completion partners (none is kept when a cited line is not where its index says)."""
     if not path.is_file():
-        return scan
-    scan.present = True
+        return HistoryScan()
+    reader = HistoryReader(records=False, on_bad_line=_skip)
+    try:
+        with path.open("rb", buffering=1 << 20) as fh:
+            read = reader.read(fh, source=str(path))
+    except (OSError, HistoryError) as e:
+        return HistoryScan(present=True, error=str(e) if isinstance(e, HistoryError) else f"cannot read {path}: {e}")
+    meta = tables_of(read).meta
+    scan = _scan_of(history_summary(meta, path))
+    scan.bad_lines = read.bad_lines
     want = set(wanted)
-    # process → (invoke time, f, index, line number, raw line) of its op in flight
-    pending: dict[Any, tuple[int, str, int, int, bytes]] = {}
-    counts = scan.counts
-    latency = scan.latency
-    bad: list[int] = []
-    lineno = 0
-    last_ok = True
-    with path.open("rb") as fh:
-        for lineno, line in enumerate(fh, 1):
-            try:
-                ev = _loads(line)
-                if not isinstance(ev, dict):
-                    raise ValueError("not an object")
-            except ValueError:
-                if line.strip():
-                    bad.append(lineno)
-                    last_ok = False
-                continue
-            last_ok = True
-            scan.events += 1
-            t = ev.get("time")
-            if not isinstance(t, int):
-                t = scan.end_time
-            elif t > scan.end_time:
-                scan.end_time = t
-            proc = ev.get("process")
-            typ = ev.get("type")
-            f = ev.get("f")
-            idx = ev.get("index")
-            if not isinstance(idx, int):
-                idx = lineno - 1
-            if type(proc) is int:
-                if typ == "invoke":
-                    if proc in pending:  # its previous op never completed
-                        scan.unfinished[pending[proc][1]] += 1
-                    pending[proc] = (t, str(f), idx, lineno, line)
-                    if idx in want:
-                        scan.lines[idx] = _op_line(ev, idx, lineno, line)
-                    continue
-                inv = pending.pop(proc, None)
-                fname = str(f) if f is not None else (inv[1] if inv else "?")
-                sec = t // BUCKET_NS
-                counts[(fname, str(typ), sec)] += 1
-                if fname == "send" and inv is not None:
-                    latency[sec].append(t - inv[0])
-                if inv is not None and (idx in want or inv[2] in want):
-                    scan.lines[idx] = _op_line(ev, idx, lineno, line)
-                    scan.lines[inv[2]] = _op_line(_loads(inv[4]), inv[2], inv[3], inv[4])
-                    scan.partner[idx] = inv[2]
-                    scan.partner[inv[2]] = idx
-                elif idx in want:
-                    scan.lines[idx] = _op_line(ev, idx, lineno, line)
-            elif proc == "nemesis":
-                scan.nemesis.append(
-                    {
-                        "index": idx,
-                        "time": t,
-                        "type": str(typ),
-                        "f": str(f),
-                        "value": ev.get("value"),
-                        "error": ev.get("error"),
-                    }
-                )
-                if idx in want:
-                    scan.lines[idx] = _op_line(ev, idx, lineno, line)
-            elif proc == "harness":
-                if f == "run-start" and isinstance(ev.get("value"), dict):
-                    scan.run_start = ev["value"]
-                elif f == "drain-complete":
-                    scan.drain_complete = ev.get("value") is True
-                elif f == "drain-start" and isinstance(ev.get("time"), int):
-                    scan.drain_start = ev["time"]
-                elif f == "fetch-from" and isinstance(ev.get("value"), dict):
-                    scan.fetch_from.append({**ev["value"], "time": t})
-            elif idx in want:
-                scan.lines[idx] = _op_line(ev, idx, lineno, line)
-    for inv in pending.values():
-        scan.unfinished[inv[1]] += 1
-    if bad and not last_ok and bad[-1] == lineno:
-        scan.cut_last_line = True
-        bad.pop()
-    scan.bad_lines = bad
-    if latency:
-        secs = np.fromiter((s for s, v in latency.items() for _ in v), dtype=np.int64)
-        waits = np.fromiter((x for v in latency.values() for x in v), dtype=np.int64)
-        scan.latency_percentiles = latency_percentiles(secs, waits)
+    if want:
+        _cite(scan, path, meta.ops.select(["index", "invoke_index"]), want)
     return scan
+
+
+def _skip(lineno: int, error: HistoryError) -> None:
+    """The report draws what it can: a malformed line is listed (HistoryScan.bad_lines) and skipped."""
 
 
 def scan_ops(run_dir: Path, wanted: Iterable[int] = ()) -> HistoryScan | None:
@@ -224,11 +150,20 @@ def scan_ops(run_dir: Path, wanted: Iterable[int] = ()) -> HistoryScan | None:
         ops_file = pq.ParquetFile(path)
         summary = json.loads((ops_file.schema_arrow.metadata or {})[OPS_SUMMARY_KEY])
         st = history.stat()
-        counts, latency = read_ops_series(summary["series"])
+        if summary.get("history") != {"size": st.st_size, "mtime_ns": st.st_mtime_ns}:
+            return None
+        scan = _scan_of(summary)
     except (OSError, KeyError, ValueError, TypeError, pa.ArrowException):
         return None
-    if summary.get("history") != {"size": st.st_size, "mtime_ns": st.st_mtime_ns}:
+    want = set(wanted)
+    if want and not _cite(scan, history, ops_file.read(columns=["index", "invoke_index"]), want):
         return None
+    return scan
+
+
+def _scan_of(summary: dict[str, Any]) -> HistoryScan:
+    """A HistoryScan from checker.tables.history_summary's dict (what `ops.parquet`'s metadata holds)."""
+    counts, latency = read_ops_series(summary["series"])
     scan = HistoryScan(present=True, events=summary["events"], end_time=summary["end_time"],
                        cut_last_line=summary["truncated"], run_start=summary["run_start"],
                        drain_complete=summary["drain_complete"], drain_start=summary["drain_start"],
@@ -237,26 +172,30 @@ def scan_ops(run_dir: Path, wanted: Iterable[int] = ()) -> HistoryScan | None:
     scan.counts.update(counts)
     if latency:
         scan.latency_percentiles = latency
-    want = set(wanted)
-    if want:  # the ops' two index columns only, to pair each cited line with its invoke or completion
-        ops = ops_file.read(columns=["index", "invoke_index"])
-        index = ops.column("index").to_numpy()
-        invoke = pc.fill_null(ops.column("invoke_index"), -1).to_numpy()
-        cited = np.isin(index, list(want)) | np.isin(invoke, list(want))
-        for done, inv in zip(index[cited].tolist(), invoke[cited].tolist(), strict=True):
-            if inv >= 0:
-                scan.partner[done], scan.partner[inv] = inv, done
-        found = _lines_at(history, [i + 1 for i in sorted(want | set(scan.partner))])
-        for lineno, line in found.items():
-            try:
-                ev = _loads(line)
-            except ValueError:
-                continue
-            if not isinstance(ev, dict) or ev.get("index", lineno - 1) != lineno - 1:
-                return None
-            if ev.get("process") != "harness":  # as scan_history: the harness's events are not ops
-                scan.lines[lineno - 1] = _op_line(ev, lineno - 1, lineno, line)
     return scan
+
+
+def _cite(scan: HistoryScan, history: Path, ops: pa.Table, want: set[int]) -> bool:
+    """Pair each cited op with its invoke or completion (the ops' two index columns) and read those lines from
+    history.jsonl, found by their index; False when one is not where its index says (then none is kept)."""
+    index = ops.column("index").to_numpy()
+    invoke = pc.fill_null(ops.column("invoke_index"), -1).to_numpy()
+    cited = np.isin(index, list(want)) | np.isin(invoke, list(want))
+    for done, inv in zip(index[cited].tolist(), invoke[cited].tolist(), strict=True):
+        if inv >= 0:
+            scan.partner[done], scan.partner[inv] = inv, done
+    found = _lines_at(history, [i + 1 for i in sorted(want | set(scan.partner))])
+    for lineno, line in found.items():
+        try:
+            ev = _loads(line)
+        except ValueError:
+            continue
+        if not isinstance(ev, dict) or ev.get("index", lineno - 1) != lineno - 1:
+            scan.lines.clear()
+            return False
+        if ev.get("process") != HARNESS:  # the harness's events are not ops
+            scan.lines[lineno - 1] = _op_line(ev, lineno - 1, lineno, line)
+    return True
 
 
 def _lines_at(path: Path, linenos: list[int]) -> dict[int, bytes]:

@@ -101,7 +101,7 @@ def completeness(data: RunData) -> dict[str, Any]:
     r, h = data.results, data.history
     complete = r.get("complete") if r is not None else None
     if complete is None and h.present:
-        complete = h.drain_complete is True and not h.cut_last_line
+        complete = h.complete
     missing = []
     if not h.present:
         missing.append("history.jsonl (no timeline data, no op details)")

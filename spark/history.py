@@ -3,7 +3,7 @@ text lines, in parallel, with no single-process step between a run and the job (
 
 Input: one history file or a folder of parts (`history.jsonl`, `history.jsonl.gz`, `history.jsonl.zst`,
 `history/*.jsonl*`), local or any URI Spark reads; Hadoop's codecs decompress by extension. The rules are the
-checker's parser's (`checker/tables.py`), expressed as Spark columns:
+checker's history reader's (`checker/history_reader.py`, whose names it imports), as Spark columns:
 
 - Each line is one event: `from_json` with an explicit envelope (`process`, `type`, `f`, `index`, `time`, and
   `value` kept as JSON text), micro-ops parsed from that text only where they are used.
@@ -38,6 +38,15 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kafka_chaos.checker.history_reader import (
+    CLIENT_FS,
+    DRAIN_COMPLETE,
+    HARNESS,
+    OP_TYPES,
+    RUN_START,
+    SIDE_PROCESSES,
+    is_complete,
+)
 from kafka_chaos.errors import SparkReconcileError
 
 if TYPE_CHECKING:
@@ -46,10 +55,6 @@ if TYPE_CHECKING:
 HISTORY_CANDIDATES = ("history.jsonl", "history.jsonl.gz", "history.jsonl.zst", "history.jsonl.bz2", "history")
 """What a run folder may hold for its history, in the order looked for (`history` is a folder of parts)."""
 ENVELOPE = "process STRING, type STRING, f STRING, index BIGINT, time BIGINT, value STRING"
-OP_TYPES = ("invoke", "ok", "fail", "info")
-CLIENT_FS = ("send", "poll", "txn", "assign", "subscribe", "crash", "debug-topic-partitions")
-"""The client ops the checker knows (checker.tables.CLIENT_OP_FS and UNCHECKED_CLIENT_FS)."""
-SIDE_PROCESSES = ("nemesis", "operator", "harness")
 _RECORDS = "map<string, array<array<bigint>>>"
 _COMPRESSED = (".gz", ".zst", ".bz2", ".lz4", ".snappy", ".deflate")
 
@@ -76,7 +81,7 @@ class HistoryFacts:
 
     @property
     def complete(self) -> bool:
-        return self.drain_complete is True and not self.truncated and self.malformed == 0
+        return is_complete(self.drain_complete, truncated=self.truncated, malformed=self.malformed)
 
 
 class HistoryFrames:
@@ -395,9 +400,9 @@ def _facts(history: HistoryFrames, seen: dict[str, Any], polls: dict[str, Any]) 
     for event in side:
         with contextlib.suppress(ValueError):  # not JSON: kept as the text it was
             event["value"] = json.loads(event["value"]) if event["value"] is not None else None
-        if event["process"] == "harness" and event["f"] == "drain-complete":
+        if event["process"] == HARNESS and event["f"] == DRAIN_COMPLETE:
             facts.drain_complete = event["value"] is True
-        elif event["process"] == "harness" and event["f"] == "run-start" and facts.run_start is None:
+        elif event["process"] == HARNESS and event["f"] == RUN_START and facts.run_start is None:
             v = event["value"]
             facts.run_start = v if isinstance(v, dict) else {"value": v}
     facts.side_events = side

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import gc
 import itertools
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +35,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
+
+from kafka_chaos.checker.history_reader import CLIENT_OP_FS, HistoryRead, HistoryReader
 
 if TYPE_CHECKING:
     from scipy.sparse import csr_matrix
@@ -93,51 +95,47 @@ def _gc_paused() -> Iterator[None]:
 
 
 def txn_history(events: Iterable[dict[str, Any]]) -> TxnHistory:
-    """Pair invokes with completions per process (a process runs one op at a time)."""
-    with _gc_paused():
-        return _pair(events)
-
-
-def _pair(events: Iterable[dict[str, Any]]) -> TxnHistory:
-    txns: list[Txn] = []
-    open_: dict[int, Txn] = {}
-    isolation: dict[int, str] = {}
-    for e in events:
-        p, f, typ = e.get("process"), e.get("f"), e.get("type")
-        if not isinstance(p, int) or isinstance(p, bool):
-            continue
-        if f == "assign" and isinstance(e.get("value"), dict) and "isolation" in e["value"]:
-            isolation[p] = str(e["value"]["isolation"])
-            continue
-        if f not in ("send", "poll", "txn"):
-            continue
-        if typ == "invoke":
-            t = Txn(int(e["index"]), p, str(f), invoke_time=int(e["time"]), mops=list(e.get("value") or []))
-            open_[p] = t
-            txns.append(t)
-        elif p in open_:
-            t = open_.pop(p)
-            t.type, t.complete_time = str(typ), int(e["time"])
-            value = e.get("value")
-            if isinstance(value, list) and len(value) == len(t.mops):
-                t.mops = value
-    return TxnHistory(txns, isolation)
+    """The client ops of decoded history events as transactions, paired by the history reader."""
+    return _transactions(lambda reader: reader.read_events(events))
 
 
 def read_txn_history(path: Path) -> TxnHistory:
-    """`txn_history` over a history.jsonl file (a cut last line is skipped)."""
-    from kafka_chaos.checker.tables import _LOADS
+    """`txn_history` over a history.jsonl file: a pairing-only pass of the history reader (no table is built; a
+    cut last line is dropped)."""
+    with Path(path).open("rb", buffering=1 << 20) as fh:
+        return _transactions(lambda reader: reader.read(fh, source=str(path)))
 
-    def events() -> Iterable[dict[str, Any]]:
-        with Path(path).open("rb") as fh:
-            for line in fh:
-                if line.strip():
-                    try:
-                        yield _LOADS(line)
-                    except ValueError:
-                        return
 
-    return txn_history(events())
+def _transactions(read: Callable[[HistoryReader], HistoryRead]) -> TxnHistory:
+    """Every send, poll and txn op as a transaction, in invoke order, from the reader's pairs (an invoke never
+    completed is an `info` transaction with its invoke's micro-ops); the readers' isolation levels from its
+    `assign` handler."""
+    txns: list[Txn] = []
+    add = txns.append
+
+    def pair(invoke: dict[str, Any] | None, completion: dict[str, Any] | None) -> None:
+        if invoke is None:
+            return  # a completion without its invoke: no transaction to speak of
+        f = invoke.get("f")
+        if f not in CLIENT_OP_FS:
+            return
+        t = Txn(int(invoke["index"]), invoke["process"], f, invoke_time=int(invoke["time"]),
+                mops=list(invoke.get("value") or []))
+        if completion is not None:
+            t.type, t.complete_time = str(completion["type"]), int(completion["time"])
+            value = completion.get("value")
+            if isinstance(value, list) and len(value) == len(t.mops):
+                t.mops = value
+        add(t)
+
+    with _gc_paused():
+        found = read(HistoryReader(records=False, ops=False, sink=pair))
+        txns.sort(key=_invoke_index)
+    return TxnHistory(txns, found.isolation)
+
+
+def _invoke_index(t: Txn) -> int:
+    return t.invoke
 
 
 @dataclass

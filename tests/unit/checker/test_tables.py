@@ -282,8 +282,8 @@ def test_spilling_columns_to_arrow_mid_parse_changes_nothing(monkeypatch: pytest
     h.send(8, K, 100, 50)
     data = h.text().encode()
     whole = parse_history(data)
-    import kafka_chaos.checker.tables
-    monkeypatch.setattr(kafka_chaos.checker.tables, "SPILL_EVERY", 4)
+    import kafka_chaos.checker.history_reader
+    monkeypatch.setattr(kafka_chaos.checker.history_reader, "SPILL_EVERY", 4)
     spilled = parse_history(data)
     assert spilled.sends.equals(whole.sends) and spilled.polls.equals(whole.polls)
     assert spilled.sends.num_rows == 24 and spilled.sends["op_index"].to_pylist() == sorted(

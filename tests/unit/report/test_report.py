@@ -82,14 +82,14 @@ def test_history_stream_counts_and_latency(tmp_path: Path) -> None:
     scan = scan_history(run.run_dir / "history.jsonl", [run.lost_writer])
     sends_ok = sum(1 for e in events if e["f"] == "send" and e["type"] == "ok")
     assert sum(n for (f, t, _), n in scan.counts.items() if (f, t) == ("send", "ok")) == sends_ok
-    assert sum(len(v) for v in scan.latency.values()) == sum(
+    assert sum(n for (f, t, _), n in scan.counts.items() if f == "send") == sum(
         1 for e in events if e["f"] == "send" and e["type"] != "invoke"
     )
     assert scan.drain_complete is True and not scan.cut_last_line and not scan.bad_lines
     assert scan.lines[run.lost_writer].type == "invoke"
     assert scan.lines[scan.partner[run.lost_writer]].type == "ok"
     # send latency reached 1.5 s while node 2 was down
-    assert max(max(v) for v in scan.latency.values()) == 1500 * 10**6
+    assert max(p[2] for p in scan.latency_percentiles.values()) == 1500 * 10**6
 
 
 def test_incomplete_run_with_a_cut_last_line(tmp_path: Path) -> None:
@@ -112,6 +112,24 @@ def test_malformed_line_in_the_middle_is_reported_not_fatal(tmp_path: Path) -> N
     scan = scan_history(hist)
     assert scan.bad_lines == [11] and not scan.cut_last_line
     assert "1 malformed line(s)" in render_report(run.run_dir)
+
+
+def test_a_damaged_history_gives_a_banner_naming_its_lines_not_a_traceback(tmp_path: Path) -> None:
+    """Lines the checker refuses (an unknown f, a time that is not an integer, an array, an event without a
+    process) are listed and skipped by the report's one reader pass; what the rest holds is still drawn."""
+    run = make_run(tmp_path / "run")
+    hist = run.run_dir / "history.jsonl"
+    lines = hist.read_text().splitlines(keepends=True)
+    damaged = ['{"index": 9, "time": 1, "process": 1, "type": "ok", "f": "sned", "value": []}\n',
+               '{"index": 10, "time": "soon", "process": "nemesis", "type": "info", "f": "kill"}\n',
+               "[1, 2]\n", '{"index": 12, "time": 5}\n']
+    hist.write_text("".join([*lines[:9], *damaged, *lines[9:]]))
+    scan = scan_history(hist)
+    assert scan.bad_lines == [10, 11, 12, 13] and scan.error is None and not scan.complete
+    assert scan.events == len(lines) and scan.drain_complete is True
+    page = render_report(run.run_dir)
+    assert "4 malformed line(s) (skipped): 10, 11, 12, 13" in page
+    assert "kill n2" in page  # the timeline still comes from the history
 
 
 def test_missing_files_still_render(tmp_path: Path) -> None:

@@ -1,0 +1,667 @@
+"""The one reader of `history.jsonl` (docs/architecture.md §3): one pass over the lines, one handler per event
+kind, one invoke → completion pairing, and the one definition of a *complete* run.
+
+Every reader of a history goes through `HistoryReader`: the checker's tables (`checker.tables.parse_lines`, also
+fed line by line while a run writes, checker.stored_tables), the cycle search's transactions
+(`checker.anomalies.cycles.read_txn_history`, which takes the pairs through a sink and builds no table) and the
+report when a run stored no tables (`report.data.scan_history`). Spark reads histories with its own columns
+(spark/history.py) but takes the names below from here.
+
+Events go to one handler each:
+
+- a client op's (integer `process`) `invoke` is held until its completion: a process runs one op at a time, so
+  its next event is the completion (an invoke replaced by the process's next invoke never completed);
+- each completion (`ok`, `fail`, `info`) is paired with the held invoke, recorded in the ops table, given to
+  the sink, and handed to the handler of its `f` (`send`, `poll`, `txn`, `assign` / `subscribe`, the unchecked
+  fs); any other `f` or `type` is an error naming the line;
+- the nemesis's and the operator's events (FAULT_PROCESSES) are kept, in order, for the fault windows;
+- the harness's events: `run-start` (the resolved scenario), `drain-start`, `drain-complete`, `fetch-from`;
+- events of any other process are counted as ignored;
+- at the end, invokes still held are ops whose outcome is unknown (`info`, never completed).
+
+Record tables (sends, polls, extra reads) are built only when asked for (`records=True`, the checker's parse); a
+pairing-only pass (`records=False`) reads just the pairs and the metadata. A last line cut mid-way (the run was
+interrupted while writing) is dropped; any other malformed line is an error, unless `on_bad_line` is given
+(the report's reading): then it is passed there and skipped.
+
+Row order is part of the tables' contract: `sends` rows are sorted by `op_index` (the invoke's index) and within
+one op keep micro-op order; `polls` rows are in history order and, within one op, in the order the records were
+returned. The checker's in-op checks (`int-*`) read that order.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from kafka_chaos.checker.schema import EXTRA_READS_SCHEMA, OPS_SCHEMA, POLLS_SCHEMA, SENDS_SCHEMA, empty_table
+from kafka_chaos.errors import HistoryError
+
+OP_TYPES = ("invoke", "ok", "fail", "info")
+"""A client op's `type`: `invoke`, then one completion: `ok`, `fail` (certainly did not happen), `info` (unknown)."""
+COMPLETION_TYPES = frozenset(OP_TYPES[1:])
+CLIENT_OP_FS = ("send", "poll", "txn")
+"""Client ops that hold records to check."""
+UNCHECKED_CLIENT_FS = ("assign", "subscribe", "crash", "debug-topic-partitions")
+"""Client ops Jepsen's Kafka workload records that hold no record to check (assign/subscribe move a
+consumer's partitions; `debug-topic-partitions` is Jepsen's diagnostic). Any other f is a mistake in the
+history (a misspelt `send` would silently drop every write), so it is an error."""
+CLIENT_FS = CLIENT_OP_FS + UNCHECKED_CLIENT_FS
+"""Every client op f the reader knows."""
+FAULT_PROCESSES = ("nemesis", "operator")
+"""Processes whose events are faults and operations (an operation's steps are recorded like faults)."""
+HARNESS = "harness"
+SIDE_PROCESSES = (*FAULT_PROCESSES, HARNESS)
+"""The processes that are not clients."""
+RUN_START, DRAIN_START, DRAIN_COMPLETE, FETCH_FROM = "run-start", "drain-start", "drain-complete", "fetch-from"
+"""The harness's events the reader keeps."""
+SPILL_EVERY = 1 << 18
+"""Lines between moves of the accumulated columns into Arrow (a power of two): bounds the parse's memory."""
+
+
+def is_complete(drain_complete: bool | None, *, truncated: bool, malformed: int = 0) -> bool:
+    """The one definition of a *complete* run: its history ends with the harness's `drain-complete: true` (every
+    final read finished), its last line was not cut (the run was not interrupted while writing) and no line is
+    malformed."""
+    return drain_complete is True and not truncated and not malformed
+
+
+def _pick_loads() -> tuple[Callable[[bytes], Any], str]:
+    """The fastest JSON decoder at hand: orjson, else the ujson decoder pandas ships, else the stdlib."""
+    try:
+        import orjson
+
+        return orjson.loads, "orjson"
+    except ImportError:
+        pass
+    try:  # pandas' vendored ujson: private, so probe it before trusting it
+        from pandas._libs._ujson import ujson_loads
+
+        probe = b'{"a": [1, null, "x", [2, -9007199254740993]], "b": {"c/1": true}}'
+        if ujson_loads(probe) == json.loads(probe):
+            return ujson_loads, "pandas-ujson"
+    except Exception:
+        pass
+    return json.loads, "json"
+
+
+LOADS, JSON_DECODER = _pick_loads()
+
+PairSink = Callable[[dict[str, Any] | None, dict[str, Any] | None], None]
+"""Called with (invoke, completion) for every client op: the invoke is None for a completion without one, the
+completion None for an invoke never completed (replaced by its process's next invoke, or pending at the end)."""
+
+
+class _Unexpected(ValueError):
+    """A history event of the wrong shape: the message says what was expected there."""
+
+
+def _ints(xs: list[Any], what: str) -> pa.Array:
+    """An int64 column from a list of Python ints (None → null), through numpy: pa.array on a list of
+    ints is ~50x slower."""
+    n = len(xs)
+    try:
+        try:
+            return pa.array(np.fromiter(xs, dtype=np.int64, count=n))
+        except TypeError:  # nulls
+            mask = np.fromiter((x is None for x in xs), dtype=bool, count=n)
+            vals = np.fromiter((0 if x is None else x for x in xs), dtype=np.int64, count=n)
+            return pa.array(vals, mask=mask)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise HistoryError(f"history holds a {what} that is not a 64-bit integer ({e})") from None
+
+
+def _strings(xs: list[Any]) -> pa.Array:
+    try:
+        return pa.array(xs, pa.string())
+    except (pa.ArrowTypeError, pa.ArrowInvalid):
+        return pa.array([str(x) for x in xs], pa.string())
+
+
+class _Columns:
+    """Columns accumulated as plain lists while the history is read (the fastest way in CPython): per op
+    (repeated over its rows at the end) and per row."""
+
+    def __init__(self) -> None:
+        self.n: list[int] = []  # rows of each op
+        self.process: list[int] = []
+        self.op: list[int] = []
+        self.type: list[str] = []
+        self.time: list[int] = []  # invoke time (sends) or completion time (polls)
+        self.complete: list[int | None] = []  # sends only
+        self.key: list[Any] = []
+        self.value: list[Any] = []
+        self.offset: list[Any] = []
+        self.chunks: list[pa.Table] = []
+
+    def _lists(self) -> list[list[Any]]:
+        return [self.n, self.process, self.op, self.type, self.time, self.complete, self.key, self.value,
+                self.offset]  # fmt: skip
+
+    def spill(self, build: Callable[[], pa.Table]) -> None:
+        """Move what the lists hold into an Arrow chunk and empty them in place (the handlers hold their
+        bound `append`s): Arrow columns take a fraction of the memory of lists of Python objects."""
+        if self.n:
+            self.chunks.append(build())
+            for xs in self._lists():
+                xs.clear()
+
+    def table(self, build: Callable[[], pa.Table]) -> pa.Table:
+        self.spill(build)
+        if not self.chunks:
+            return build()
+        return pa.concat_tables(self.chunks).combine_chunks() if len(self.chunks) > 1 else self.chunks[0]
+
+    def sends_table(self) -> pa.Table:
+        counts = np.asarray(self.n, dtype=np.int64)
+        complete = _ints(self.complete, "time")
+        comp = np.repeat(pc.fill_null(complete, 0).to_numpy(zero_copy_only=False), counts)
+        comp_mask = np.repeat(np.asarray(complete.is_null().to_numpy(zero_copy_only=False)), counts)
+        types = pa.DictionaryArray.from_arrays(
+            pa.array(np.repeat(np.arange(len(self.type), dtype=np.int32), counts)), _strings(self.type)
+        ).cast(pa.string())
+        cols = [
+            _ints(self.value, "value"),
+            _strings(self.key),
+            _ints(self.offset, "offset"),
+            pa.array(np.repeat(_ints(self.process, "process").to_numpy(), counts)),
+            pa.array(np.repeat(_ints(self.op, "index").to_numpy(), counts)),
+            types,
+            pa.array(np.repeat(_ints(self.time, "time").to_numpy(), counts)),
+            pa.array(comp, mask=comp_mask),
+        ]
+        return pa.Table.from_arrays(cols, schema=SENDS_SCHEMA)
+
+    def polls_table(self) -> pa.Table:
+        counts = np.asarray(self.n, dtype=np.int64)
+        keys = pa.DictionaryArray.from_arrays(
+            pa.array(np.repeat(np.arange(len(self.key), dtype=np.int32), counts)), _strings(self.key)
+        ).cast(pa.string())
+        cols = [
+            _ints(self.value, "value"),
+            keys,
+            _ints(self.offset, "offset"),
+            pa.array(np.repeat(_ints(self.process, "process").to_numpy(), counts)),
+            pa.array(np.repeat(_ints(self.op, "index").to_numpy(), counts)),
+            pa.repeat(pa.scalar("ok", pa.string()), len(self.value)),
+            pa.array(np.repeat(_ints(self.time, "time").to_numpy(), counts)),
+        ]
+        return pa.Table.from_arrays(cols, schema=POLLS_SCHEMA)
+
+
+class _Ops:
+    """Every completed client op (OPS_SCHEMA), accumulated as lists and moved into Arrow with the columns. The
+    (f, type) code of each op is kept even when the table is not wanted: the op counts come from it."""
+
+    def __init__(self, keep: bool) -> None:
+        self.keep = keep
+        self.kinds: dict[tuple[Any, Any], int] = {}  # (f, type) → its code, in first-seen order
+        self.kind: list[int] = []
+        self.index: list[int] = []
+        self.time: list[int] = []
+        self.invoke_index: list[int | None] = []
+        self.invoke_time: list[int | None] = []
+        self.chunks: list[pa.Table] = []
+        self.counts = np.zeros(0, dtype=np.int64)  # ops per code, of the chunks spilled
+
+    def spill(self) -> None:
+        if not self.kind:
+            return
+        code = np.fromiter(self.kind, dtype=np.int32, count=len(self.kind))
+        seen = np.bincount(code, minlength=len(self.kinds))
+        seen[: len(self.counts)] += self.counts
+        self.counts = seen
+        if self.keep:
+            names = list(self.kinds)
+            cols = [
+                _ints(self.index, "index"),
+                pa.DictionaryArray.from_arrays(pa.array(code), _strings([f for f, _ in names])).cast(pa.string()),
+                pa.DictionaryArray.from_arrays(pa.array(code), _strings([t for _, t in names])).cast(pa.string()),
+                _ints(self.time, "time"),
+                _ints(self.invoke_index, "index"),
+                _ints(self.invoke_time, "time"),
+            ]
+            self.chunks.append(pa.Table.from_arrays(cols, schema=OPS_SCHEMA))
+        for xs in (self.kind, self.index, self.time, self.invoke_index, self.invoke_time):
+            xs.clear()
+
+    def table(self) -> pa.Table:
+        self.spill()
+        if not self.chunks:
+            return empty_table(OPS_SCHEMA)
+        return pa.concat_tables(self.chunks)  # chunked: only written to Parquet, so no copy into one chunk
+
+    def per_kind(self) -> dict[tuple[Any, Any], int]:
+        self.spill()
+        return {k: int(n) for k, n in zip(self.kinds, self.counts.tolist(), strict=False) if n}
+
+
+@dataclass
+class HistoryRead:
+    """What one pass of `HistoryReader` found (checker.tables.parse_lines turns it into HistoryTables)."""
+
+    truncated: bool = False
+    """The last line was cut mid-way and was dropped."""
+    events: int = 0
+    """Events read (lines, not counting blank, skipped or cut lines)."""
+    end_time: int = 0
+    """The largest `time` in the history (ns since the run started)."""
+    drain_complete: bool | None = None
+    drain_start: int | None = None
+    run_start: dict[str, Any] | None = None
+    fault_events: list[tuple[int, int, str, str, Any, Any, str]] = field(default_factory=list)
+    """The nemesis's and operator's events: (index, time, type, f, value, error, process), in history order."""
+    fetch_from: list[dict[str, Any]] = field(default_factory=list)
+    op_counts: dict[str, dict[str, int]] = field(default_factory=dict)
+    unfinished: dict[str, int] = field(default_factory=dict)
+    subscribe_processes: set[int] = field(default_factory=set)
+    isolation: dict[int, str] = field(default_factory=dict)
+    ignored: int = 0
+    unplaced_records: int = 0
+    ok_poll_times: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    ops: pa.Table = field(default_factory=lambda: empty_table(OPS_SCHEMA))
+    sends: pa.Table = field(default_factory=lambda: empty_table(SENDS_SCHEMA))
+    polls: pa.Table = field(default_factory=lambda: empty_table(POLLS_SCHEMA))
+    extra_reads: pa.Table = field(default_factory=lambda: empty_table(EXTRA_READS_SCHEMA))
+    resets: list[tuple[int, int, frozenset[str]]] = field(default_factory=list)
+    """(process, completion index, names) of each ok or info assign / subscribe (checker.tables.Reset)."""
+    rebalanced: dict[int, frozenset[str]] = field(default_factory=dict)
+    empty_reads: list[tuple[int, int, str, str]] = field(default_factory=list)
+    bad_lines: list[int] = field(default_factory=list)
+    """Malformed lines skipped (1-based), only with `on_bad_line`."""
+
+    @property
+    def complete(self) -> bool:
+        return is_complete(self.drain_complete, truncated=self.truncated, malformed=len(self.bad_lines))
+
+
+def _names(value: Any) -> frozenset[str]:
+    """The keys (or topics) an assign / subscribe value names: a list, or `{"keys": [...], ...}`."""
+    if isinstance(value, dict):
+        value = value.get("keys")
+    return frozenset(str(x) for x in value) if isinstance(value, list) else frozenset()
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = json.dumps(value, default=str)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _damaged(source: str, lineno: int, e: Exception) -> HistoryError:
+    if isinstance(e, _Unexpected):
+        return HistoryError(f"{source}, line {lineno}: {e}. Fix or remove that event, then check again.")
+    return HistoryError(
+        f"{source}, line {lineno}: not a valid history event ({type(e).__name__}: {e}). Only the "
+        "last line of an interrupted run may be incomplete; this file is damaged earlier. Re-run the "
+        "scenario, or cut the file before that line to check what precedes it."
+    )
+
+
+_ERRORS = (ValueError, KeyError, TypeError, IndexError, AttributeError)
+"""What a damaged event raises in a handler."""
+
+
+_OpHandler = Callable[[dict[str, Any], dict[str, Any] | None, int, str, int, int, int], None]
+"""A client op's handler: (completion, its invoke or None, process, type, time, index, the invoke's index)."""
+
+
+def _event(line: bytes) -> Any:
+    """A line decoded and its envelope checked (what a lenient pass skips rather than fails on later, when the
+    columns are built)."""
+    o = LOADS(line)
+    if (type(o) is not dict or "process" not in o or type(o.get("time")) is not int
+            or type(o.get("index", 0)) is not int):
+        raise ValueError("not a history event: an object with a process, an integer time and an integer index")
+    return o
+
+
+def _same(event: Any) -> Any:
+    return event
+
+
+class HistoryReader:
+    """One pass over history lines (see the module docstring).
+
+    `records`: build the sends, polls and extra-reads tables (else only the pairs and the metadata are read);
+    `ops`: build the ops table (OPS_SCHEMA); `sink`: given every pair (PairSink); `on_bad_line`: called with the
+    line number and the error of each malformed line, which is then skipped (without it, such a line is a
+    HistoryError, except a cut last line). Only a pass without record tables may skip lines: a send or poll
+    value found wrong mid-way could leave part of its rows behind.
+    """
+
+    def __init__(self, *, records: bool = True, ops: bool = True, sink: PairSink | None = None,
+                 on_bad_line: Callable[[int, HistoryError], None] | None = None) -> None:
+        if records and on_bad_line is not None:
+            raise ValueError("on_bad_line needs records=False: the record tables are built from every line")
+        self.records = records
+        self.ops = ops
+        self.sink = sink
+        self.on_bad_line = on_bad_line
+
+    def read(self, lines: Iterable[bytes], *, source: str) -> HistoryRead:
+        """One pass over the lines (each with its newline, except perhaps the last)."""
+        return self._read(lines, source, LOADS if self.on_bad_line is None else _event)
+
+    def read_events(self, events: Iterable[dict[str, Any]], *, source: str = "history") -> HistoryRead:
+        """The same pass over events already decoded (a history built in memory)."""
+        return self._read(events, source, _same)
+
+    def _read(self, lines: Iterable[Any], source: str, loads: Callable[[Any], Any]) -> HistoryRead:
+        """The pass. The handlers are closures over plain lists and their bound `append`s, written for CPython's
+        speed (local names, no per-record method calls): reading the history is the one part of checking a run
+        that cannot be vectorised."""
+        out = HistoryRead()
+        records, sink, on_bad_line = self.records, self.sink, self.on_bad_line
+        sends, polls, ops = _Columns(), _Columns(), _Ops(self.ops)
+        keep_ops = self.ops
+        kinds = ops.kinds
+        o_kind, o_index, o_time, o_inv, o_inv_time = (ops.kind.append, ops.index.append, ops.time.append,
+                                                      ops.invoke_index.append, ops.invoke_time.append)
+        s_n, s_proc, s_op, s_type, s_time, s_comp = (sends.n.append, sends.process.append, sends.op.append,
+                                                     sends.type.append, sends.time.append, sends.complete.append)
+        s_key, s_val, s_off = sends.key.append, sends.value.append, sends.offset.append
+        p_n, p_proc, p_op, p_time, p_key = (polls.n.append, polls.process.append, polls.op.append,
+                                            polls.time.append, polls.key.append)
+        p_vals, p_offs = polls.value.extend, polls.offset.extend
+        ok_poll_times: list[int] = []
+        pending: dict[int, dict[str, Any]] = {}
+        abandoned: list[str] = []
+        kinds_unfinished: dict[Any, int] = {}  # f → invokes pending at the end
+        subscribers, isolation = out.subscribe_processes, out.isolation
+        fault_events, fetch_from, resets = out.fault_events, out.fetch_from, out.resets
+        rebalanced, empty_reads = out.rebalanced, out.empty_reads
+        extra_rows: list[tuple[Any, ...]] = []  # EXTRA_READS_SCHEMA rows
+        extra_add = extra_rows.append
+        ignored = unplaced = blank = lineno = t = 0
+        completion_types = COMPLETION_TYPES
+        spill_mask = SPILL_EVERY - 1
+
+        # -- client ops, by f: each gets the completion `o`, its invoke (or None), and what the pairing read
+        def add_polls(value: Any, proc: int, index: int, t: int, typ: str) -> int:
+            """The records a poll (or txn) completion returned; returns how many ok records had no offset."""
+            n_unplaced = 0
+            ok = typ == "ok"
+            if type(value) is not list:
+                if not ok:
+                    return 0  # a failed or indefinite poll that returned nothing
+                raise _Unexpected(f"value {_short(value)}: an ok poll's value is a list of micro-ops "
+                                  '[["poll", {key: [[offset, value], ...]}], ...]')
+            per_key: dict[str, int] = {}  # records of each key so far in this op (Jepsen's op-reads concatenates)
+            for mop in value:
+                if type(mop) is not list or not mop or mop[0] != "poll":
+                    continue  # a txn's sends (or a mistake there that the send path names)
+                if len(mop) < 2 or type(mop[1]) is not dict:
+                    if not ok:
+                        continue  # the invoke's [["poll"]], repeated by a poll that returned nothing
+                    raise _Unexpected(f"micro-op {_short(mop)}: a completed poll micro-op is "
+                                      '["poll", {key: [[offset, value], ...]}]')
+                for k, pairs in mop[1].items():
+                    base = per_key.get(k, 0)
+                    per_key[k] = base
+                    if not pairs:
+                        continue
+                    try:
+                        offs, vals = zip(*pairs, strict=True)
+                    except (ValueError, TypeError):
+                        raise _Unexpected(f"records {_short(pairs)} of key {k!r}: a poll returns, per key, a "
+                                          "list of [offset, value] pairs") from None
+                    per_key[k] = base + len(offs)
+                    if not ok or None in offs:  # Jepsen's rules read these too (PollExtras)
+                        keep = []
+                        for i, (off, val) in enumerate(zip(offs, vals, strict=True)):
+                            if ok and off is not None:
+                                keep.append(i)
+                            else:
+                                extra_add((val, k, off, proc, index, typ, t, base + i))
+                        n_unplaced += len(offs) - len(keep) if ok else 0
+                        if not keep:
+                            continue
+                        offs, vals = tuple(offs[i] for i in keep), tuple(vals[i] for i in keep)
+                    p_n(len(offs))
+                    p_proc(proc)
+                    p_op(index)
+                    p_time(t)
+                    p_key(k)
+                    p_offs(offs)
+                    p_vals(vals)
+            for k, n in per_key.items():
+                if not n:
+                    empty_reads.append((proc, index, k, typ))
+            if ok:
+                ok_poll_times.append(t)
+            return n_unplaced
+
+        def read_polls(o: dict[str, Any], proc: int, t: int, typ: str, index: int) -> None:
+            """What a poll's or txn's completion read: its records, its rebalance log (Jepsen's
+            `:rebalance-log`, `[{"keys": [...]}, ...]`)."""
+            nonlocal unplaced
+            unplaced += add_polls(o.get("value") if typ != "ok" else o["value"], proc, index, t, typ)
+            if "rebalance_log" not in o and "rebalance-log" not in o:
+                return
+            log = o.get("rebalance_log", o.get("rebalance-log"))
+            if type(log) is list:
+                keys = frozenset(str(k) for r in log if type(r) is dict and type(r.get("keys")) is list
+                                 for k in r["keys"])
+                if keys:
+                    rebalanced[index] = keys
+
+        def add_sends(value: list[Any], proc: int, typ: str, op: int, invoked: int, done: int | None) -> None:
+            """The send micro-ops of one op: `[offset, value]` when the completion says, else the value."""
+            n = 0
+            for mop in value:
+                if mop[0] == "send":
+                    x = mop[2]
+                    if type(x) is list:
+                        s_off(x[0])
+                        s_val(x[1])
+                    else:
+                        s_off(None)
+                        s_val(x)
+                    s_key(mop[1])
+                    n += 1
+            if n:
+                s_n(n)
+                s_proc(proc)
+                s_type(typ)
+                s_comp(done)
+                s_op(op)
+                s_time(invoked)
+
+        def on_send(o: dict[str, Any], inv: dict[str, Any] | None, proc: int, typ: str, t: int, index: int,
+                    inv_index: int) -> None:
+            value = o.get("value")
+            if type(value) is not list or not value:  # values are known at invoke time
+                value = inv.get("value") if inv is not None else None
+            if value:
+                add_sends(value, proc, typ, inv_index, t if inv is None else inv["time"], t)
+
+        def on_poll(o: dict[str, Any], inv: dict[str, Any] | None, proc: int, typ: str, t: int, index: int,
+                    inv_index: int) -> None:
+            read_polls(o, proc, t, typ, index)
+
+        def on_txn(o: dict[str, Any], inv: dict[str, Any] | None, proc: int, typ: str, t: int, index: int,
+                   inv_index: int) -> None:
+            on_send(o, inv, proc, typ, t, index, inv_index)
+            read_polls(o, proc, t, typ, index)
+
+        def on_membership(o: dict[str, Any], inv: dict[str, Any] | None, proc: int, typ: str, t: int, index: int,
+                          inv_index: int) -> None:
+            """`assign` / `subscribe`: a subscribe-mode consumer, a reset of its positions, its isolation."""
+            f = o["f"]
+            if typ == "ok" and f == "subscribe":
+                subscribers.add(proc)
+            if typ == "ok" or typ == "info":
+                v = o.get("value")
+                if v is None and inv is not None:
+                    v = inv.get("value")
+                resets.append((proc, index, _names(v)))
+            if f == "assign":
+                for e in (inv, o):  # the invoke says the level; a completion may repeat it
+                    v = e.get("value") if e is not None else None
+                    if type(v) is dict and "isolation" in v:
+                        isolation[proc] = str(v["isolation"])
+
+        def on_debug(o: dict[str, Any], inv: dict[str, Any] | None, proc: int, typ: str, t: int, index: int,
+                     inv_index: int) -> None:
+            nonlocal ignored
+            ignored += 1
+
+        def on_unknown_f(o: dict[str, Any], inv: dict[str, Any] | None, proc: int, typ: str, t: int, index: int,
+                         inv_index: int) -> None:
+            raise _Unexpected(f"f {o['f']!r}: a client op is one of send, poll, txn, assign, subscribe, crash or "
+                              "debug-topic-partitions (Jepsen's Kafka workload)")
+
+        by_f: dict[Any, _OpHandler | None] = {  # None: nothing to do with the op beyond pairing it
+            "send": on_send if records else None,
+            "poll": on_poll if records else None,
+            "txn": on_txn if records else None,
+            "assign": on_membership,
+            "subscribe": on_membership,
+            "crash": None,
+            "debug-topic-partitions": on_debug,
+        }
+
+        def on_unfinished(proc: int, inv: dict[str, Any]) -> None:
+            """An invoke still pending when the history ended: its outcome is unknown."""
+            f, v = inv.get("f"), inv.get("value")
+            kinds_unfinished[f] = kinds_unfinished.get(f, 0) + 1
+            if f == "assign" and type(v) is dict and "isolation" in v:
+                isolation[proc] = str(v["isolation"])
+            if records and (f == "send" or f == "txn") and v:
+                add_sends(v, proc, "info", inv.get("index", 0), inv["time"], None)
+            if sink is not None:
+                sink(inv, None)
+
+        # -- the other processes
+        def on_fault_event(o: dict[str, Any], proc: str, t: int, index: int) -> None:
+            fault_events.append((index, t, o.get("type", "info"), str(o.get("f")), o.get("value"), o.get("error"),
+                                 proc))
+
+        def on_harness(o: dict[str, Any], t: int) -> None:
+            nonlocal ignored
+            f = o.get("f")
+            if f == DRAIN_COMPLETE:
+                out.drain_complete = o.get("value") is True
+            elif f == DRAIN_START:
+                out.drain_start = t
+            elif f == FETCH_FROM and isinstance(o.get("value"), dict):
+                fetch_from.append({**o["value"], "time": t})
+                ignored += 1  # kept for the report only: the checks do not read it
+            elif f == RUN_START:
+                v = o.get("value")
+                out.run_start = v if isinstance(v, dict) else {"value": v}
+            else:
+                ignored += 1
+
+        it = enumerate(lines, 1)
+        while True:
+            try:
+                for lineno, line in it:
+                    try:
+                        o = loads(line)
+                    except ValueError:
+                        if not line.strip():
+                            blank += 1
+                            continue
+                        if line.endswith(b"\n"):
+                            raise
+                        out.truncated = True  # the last line, cut mid-way: drop it
+                        break
+                    if not lineno & spill_mask:
+                        if records:
+                            sends.spill(sends.sends_table)
+                            polls.spill(polls.polls_table)
+                        ops.spill()
+                    proc = o["process"]
+                    t = o["time"]  # events are in time order: the last t is the end
+                    if type(proc) is int:
+                        typ = o["type"]
+                        if typ == "invoke":
+                            if proc in pending:  # its previous op never completed (the report counts it)
+                                gone = pending[proc]
+                                abandoned.append(str(gone.get("f")))
+                                if sink is not None:
+                                    sink(gone, None)
+                            pending[proc] = o
+                            continue
+                        if typ not in completion_types:
+                            raise _Unexpected(f"type {typ!r}: a client op's type is one of invoke, ok, fail, info")
+                        f = o["f"]
+                        handler = by_f.get(f, on_unknown_f)
+                        if handler is on_unknown_f:  # before the pairing: a line skipped leaves it as it was
+                            on_unknown_f(o, None, proc, typ, t, 0, 0)
+                        inv = pending.pop(proc, None)
+                        kind = kinds.get((f, typ))
+                        if kind is None:
+                            kind = kinds[(f, typ)] = len(kinds)
+                        o_kind(kind)
+                        index = o.get("index", lineno - 1)
+                        inv_index = index if inv is None else inv.get("index", lineno - 1)
+                        if keep_ops:
+                            o_index(index)
+                            o_time(t)
+                            if inv is None:
+                                o_inv(None)
+                                o_inv_time(None)
+                            else:
+                                o_inv(inv_index)
+                                o_inv_time(inv["time"])
+                        if sink is not None:
+                            sink(inv, o)
+                        if handler is not None:
+                            handler(o, inv, proc, typ, t, index, inv_index)
+                    elif proc in FAULT_PROCESSES:
+                        on_fault_event(o, proc, t, o.get("index", lineno - 1))
+                    elif proc == HARNESS:
+                        on_harness(o, t)
+                    else:
+                        ignored += 1
+                break
+            except _ERRORS as e:
+                damaged = _damaged(source, lineno, e)
+                if on_bad_line is None:
+                    raise damaged from None
+                out.bad_lines.append(lineno)
+                on_bad_line(lineno, damaged)
+
+        try:
+            for proc, inv in pending.items():
+                on_unfinished(proc, inv)
+            out.end_time = max([t, *(inv["time"] for inv in pending.values())])
+        except _ERRORS as e:
+            raise _damaged(source, lineno, e) from None
+
+        counts = ops.per_kind()
+        for f, n in kinds_unfinished.items():
+            counts[(f, "info")] = counts.get((f, "info"), 0) + n
+            counts[(f, "unfinished")] = n
+        op_counts = out.op_counts
+        for (f, typ), n in counts.items():
+            op_counts.setdefault(str(f), {"ok": 0, "fail": 0, "info": 0})[str(typ)] = n
+        out.ignored = ignored
+        out.unplaced_records = unplaced
+        out.events = lineno - blank - len(out.bad_lines) - (1 if out.truncated else 0)
+        out.unfinished = dict(Counter([*abandoned, *(str(inv.get("f")) for inv in pending.values())]))
+        out.ok_poll_times = np.asarray(ok_poll_times, dtype=np.int64)
+        out.ops = ops.table()
+        if records:
+            sends_table = sends.table(sends.sends_table)
+            op_col = sends_table.column("op_index").to_numpy()
+            if len(op_col) > 1 and bool(np.any(op_col[1:] < op_col[:-1])):  # ops complete out of invoke order
+                sends_table = sends_table.take(pa.array(np.argsort(op_col, kind="stable")))
+            out.sends = sends_table
+            out.polls = polls.table(polls.polls_table)
+            if extra_rows:
+                out.extra_reads = pa.Table.from_pylist(
+                    [dict(zip(EXTRA_READS_SCHEMA.names, r, strict=True)) for r in extra_rows],
+                    schema=EXTRA_READS_SCHEMA,
+                )
+        return out
