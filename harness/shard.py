@@ -86,11 +86,12 @@ class Merged:
 
 
 def find_summaries(d: Path) -> list[Path]:
-    """The shard summaries in a folder: the shard's own folder, or a results folder holding it (as a CI job's
-    downloaded artifact does)."""
-    if (d / "summary.json").exists():
-        return [d / "summary.json"]
-    return sorted(d.glob("campaigns/*/shard-*-of-*/summary.json")) + sorted(d.glob("*/shard-*-of-*/summary.json"))
+    """The shard summaries in a folder: the shard's own folder, the campaign's folder or a results folder holding
+    them (as a CI job's downloaded artifact does)."""
+    found = [p for pattern in ("shard-*-of-*/summary.json", "*/shard-*-of-*/summary.json",
+                               "campaigns/*/shard-*-of-*/summary.json") for p in sorted(d.glob(pattern))]
+    # a folder that is itself a summary's (a shard's, or one that is not and will be refused by name)
+    return found or ([d / "summary.json"] if (d / "summary.json").exists() else [])
 
 
 def merge_shards(dirs: Sequence[Path], *, out: Path = Path("results")) -> Merged:

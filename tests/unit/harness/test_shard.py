@@ -180,6 +180,16 @@ def test_a_shard_cut_short_makes_the_merge_incomplete(tmp_path: Path) -> None:
     assert merged.missing == [] and merged.incomplete and merged.summary["done"] == 0
 
 
+def test_shards_run_into_one_results_folder_merge_from_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _fake_runs(monkeypatch, failing=set())
+    path = _campaign(tmp_path)
+    for i in (1, 2):
+        run_campaign(path, out=tmp_path / "results", pool=FakePool(), shard=Shard(i, 2))  # type: ignore[arg-type]
+    for d in (tmp_path / "results", tmp_path / "results" / "campaigns" / load_campaign(path).campaign_id):
+        merged = merge_shards([d], out=tmp_path / "results")  # the second time beside its own merged index
+        assert merged.summary["shards"]["merged"] == [1, 2] and merged.summary["done"] == 8
+
+
 def test_a_moved_shard_folder_still_links_its_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _fake_runs(monkeypatch, failing=set())
     path = _campaign(tmp_path)
