@@ -123,7 +123,11 @@ def merge_shards(dirs: Sequence[Path], *, out: Path = Path("results")) -> Merged
     count, plan = head["shard"]["count"], head["shard"]["plan"]
     runs: list[dict[str, Any]] = []
     for path, summary in shards.values():
-        runs += [_relocate(r, path.parents[3]) for r in summary["runs"]]
+        # <out>/campaigns/<id>/shard-I-of-N/summary.json: the runs' folders are in <out> (a bare copy of the
+        # shard's folder has none beside it)
+        up = path.resolve().parents
+        out_dir = up[3] if len(up) > 3 and up[2].name == "campaigns" else None
+        runs += [_relocate(r, out_dir) if out_dir else r for r in summary["runs"]]
     missing = [Shard(i, count) for i in range(1, count + 1) if i not in shards]
     for s in missing:
         runs += [{**run, "status": "pending", "shard": str(s)} for k, run in enumerate(plan) if s.owns(k)]

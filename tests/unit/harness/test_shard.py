@@ -199,6 +199,11 @@ def test_a_moved_shard_folder_still_links_its_runs(tmp_path: Path, monkeypatch: 
     merged = merge_shards([moved], out=tmp_path / "merged")
     run_dirs = [Path(r["run_dir"]) for r in merged.summary["runs"]]
     assert run_dirs and all(d.parent == moved.resolve() and d.is_dir() for d in run_dirs)
+    bare = tmp_path / "bare"  # the shard's folder alone: its runs' paths are kept as recorded
+    shutil.copytree(next(moved.glob("campaigns/*/shard-1-of-1")), bare)
+    merged = merge_shards([bare], out=tmp_path / "merged-bare")
+    assert [r["run_dir"] for r in merged.summary["runs"]] == [
+        r["run_dir"] for r in json.loads((bare / "summary.json").read_text())["runs"]]
 
 
 # -- merge: shards that do not belong together ----------------------------------------------------------------
