@@ -15,6 +15,7 @@
 Results: every run in its own results/<run>/ folder; results/campaigns/<id>/ holds `summary.json` (rewritten
 after every run, so an interrupted campaign resumes where it stopped), `index.html` and `junit.xml`.
 The campaign id is the name plus a hash of the file, so running the same file again resumes it.
+With a shard (`--shard I/N`, harness/shard.py) only every N-th run is run, into <id>/shard-I-of-N/.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from kafka_chaos.cluster import ClusterPool, spec_key
 from kafka_chaos.errors import ScenarioError
 from kafka_chaos.harness.run import cluster_spec, resolve_scenario, run_scenario
 from kafka_chaos.harness.scenario import Scenario
+from kafka_chaos.harness.shard import Shard, select, shard_record
 from kafka_chaos.report import junit
 from kafka_chaos.report.campaign import render_index
 from kafka_chaos.rundir import JUNIT_FILE, RunDir
@@ -56,6 +58,7 @@ class Campaign:
     campaign_id: str
     runs: list[PlannedRun]
     source: Path
+    shard: dict[str, Any] | None = None  # the shard's place in the whole plan (shard.shard_record)
 
 
 def load_campaign(path: Path) -> Campaign:
@@ -107,6 +110,15 @@ def load_campaign(path: Path) -> Campaign:
     return Campaign(name, f"{name}-{digest}", runs, path)
 
 
+def shard_of(campaign: Campaign, shard: Shard | None) -> Campaign:
+    """The campaign cut down to one shard's runs, knowing the whole plan (the same campaign without a shard)."""
+    if shard is None:
+        return campaign
+    plan = [f"{r.index} {r.label}: {_config_line(r.scenario)}" for r in campaign.runs]
+    record = shard_record(shard, plan, [_pending(r) for r in campaign.runs])
+    return Campaign(campaign.name, campaign.campaign_id, select(campaign.runs, shard), campaign.source, record)
+
+
 def predict(run: PlannedRun) -> dict[str, Any] | None:
     """The reference model's prediction for this run's configuration and fault set."""
     if run.model_fault_set is None:
@@ -142,10 +154,10 @@ def _writes_during_faults(run_dir: Path, result: dict[str, Any]) -> bool | None:
 
 def run_campaign(path: Path, *, out: Path = Path("results"), fresh: bool = False,
                  console: Console | None = None, pool: ClusterPool | None = None,
-                 shrink: bool = False) -> dict[str, Any]:
+                 shrink: bool = False, shard: Shard | None = None) -> dict[str, Any]:
     console = console or Console()
-    campaign = load_campaign(path)
-    cdir = out / "campaigns" / campaign.campaign_id
+    campaign = shard_of(load_campaign(path), shard)
+    cdir = out / "campaigns" / campaign.campaign_id / (shard.dirname if shard else "")
     cdir.mkdir(parents=True, exist_ok=True)
     summary_path = cdir / "summary.json"
     done: dict[str, dict[str, Any]] = {}
@@ -215,12 +227,23 @@ def _config_line(s: Scenario) -> str:
               f"unclean={s.topic.unclean_leader_election}")
 
 
+def _pending(r: PlannedRun) -> dict[str, Any]:
+    return {"index": r.index, "status": "pending", "label": r.label, "fault_set": r.fault_set, "axes": r.axes}
+
+
 def _write_outputs(campaign: Campaign, cdir: Path, done: dict[str, dict[str, Any]]) -> None:
-    runs = [done.get(str(r.index), {"index": r.index, "status": "pending", "label": r.label,
-                                    "fault_set": r.fault_set, "axes": r.axes}) for r in campaign.runs]
+    runs = [done.get(str(r.index), _pending(r)) for r in campaign.runs]
     summary = {"campaign": campaign.name, "campaign_id": campaign.campaign_id, "source": str(campaign.source),
                "total": len(runs), "done": sum(r["status"] == "done" for r in runs),
-               "failed": sum(r["status"] == "done" and not r["passed"] for r in runs), "runs": runs}
+               "failed": sum(r["status"] == "done" and not r["passed"] for r in runs), "runs": runs,
+               **({"shard": campaign.shard} if campaign.shard else {})}
+    write_summary(cdir, summary)
+
+
+def write_summary(cdir: Path, summary: dict[str, Any]) -> None:
+    """summary.json (atomically: a resume reads it), index.html and junit.xml of a campaign, or of a merge."""
+    cdir.mkdir(parents=True, exist_ok=True)
+    runs = summary["runs"]
     tmp = cdir / "summary.json.tmp"
     tmp.write_text(json.dumps(summary, indent=2, default=str))
     tmp.replace(cdir / "summary.json")
@@ -229,7 +252,9 @@ def _write_outputs(campaign: Campaign, cdir: Path, done: dict[str, dict[str, Any
 
 
 def _write_junit(cdir: Path, runs: list[dict[str, Any]]) -> None:
-    cases = [junit.Case(r["label"], "kafka-chaos.campaign", skipped="not run yet") if r["status"] != "done" else
+    cases = [junit.Case(r["label"], "kafka-chaos.campaign",
+                        skipped=f"shard {r['shard']} missing" if r.get("shard") else "not run yet")
+             if r["status"] != "done" else
              junit.Case(r["label"], "kafka-chaos.campaign",
                         None if r["passed"] else "\n".join(r["violations"]), f"{r.get('n_violations', 0)} violations")
              for r in runs]

@@ -15,12 +15,26 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.table import Table
+from typer.core import TyperGroup
 
 from kafka_chaos.errors import KafkaChaosError
 from kafka_chaos.rundir import RunDir
 
+
+class _Commands(TyperGroup):
+    """`campaign FILE` takes a file where a group would take a subcommand, so `campaign merge DIR…` is routed
+    here to its own command instead."""
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> tuple[str | None, Any, list[str]]:
+        if args[:2] == ["campaign", "merge"]:
+            _, cmd, rest = super().resolve_command(ctx, ["campaign-merge", *args[2:]])
+            return "campaign merge", cmd, rest  # the name its usage and errors show
+        return super().resolve_command(ctx, args)
+
+
 app = typer.Typer(
-    add_completion=False, no_args_is_help=True, help="Jepsen-style chaos testing for real Kafka clusters."
+    add_completion=False, no_args_is_help=True, help="Jepsen-style chaos testing for real Kafka clusters.",
+    cls=_Commands,
 )
 image_app = typer.Typer(no_args_is_help=True, help="Build or pull the Kafka and Toxiproxy images.")
 cluster_app = typer.Typer(no_args_is_help=True, help="Start, inspect and remove clusters by hand.")
@@ -287,17 +301,54 @@ def campaign(
     fresh: Annotated[bool, typer.Option(help="Start over instead of resuming")] = False,
     shrink: Annotated[bool, typer.Option(help="Shrink each run with violations (kafka-chaos shrink); the index "
                                          "links each shrink")] = False,
+    shard: Annotated[str | None, typer.Option(metavar="I/N", help="Run only every N-th planned run, starting "
+                                              "at the I-th (one of N machines); `kafka-chaos campaign merge` "
+                                              "joins the shards' folders")] = None,
 ) -> None:
-    """Run a matrix of scenarios one after another (resumable); writes index.html, summary.json, junit.xml."""
+    """Run a matrix of scenarios one after another (resumable); writes index.html, summary.json, junit.xml.
+    `kafka-chaos campaign merge DIR…` builds one index from the folders of its shards (--shard I/N)."""
     from kafka_chaos.harness.campaign import run_campaign
+    from kafka_chaos.harness.shard import parse_shard
 
-    summary = run_campaign(campaign_file, out=out, fresh=fresh, console=console, shrink=shrink)
-    cdir = out / "campaigns" / summary["campaign_id"]
+    try:
+        picked = parse_shard(shard) if shard is not None else None
+    except KafkaChaosError as err:
+        raise typer.BadParameter(str(err), param_hint="--shard") from None
+    summary = run_campaign(campaign_file, out=out, fresh=fresh, console=console, shrink=shrink, shard=picked)
+    cdir = out / "campaigns" / summary["campaign_id"] / (picked.dirname if picked else "")
     console.print(
-        f"{summary['done']}/{summary['total']} runs, {summary['failed']} failed; index: {cdir / 'index.html'}"
+        f"{summary['done']}/{summary['total']} runs" + (f" of shard {picked}" if picked else "")
+        + f", {summary['failed']} failed; index: {cdir / 'index.html'}"
     )
     if summary["failed"]:
         raise typer.Exit(1)
+
+
+@app.command("campaign-merge", hidden=True)  # spelled `campaign merge` (see _Commands)
+def campaign_merge(
+    shard_dirs: Annotated[list[Path], typer.Argument(metavar="DIR...", help="Each shard's folder "
+                                                     "(results/campaigns/<id>/shard-I-of-N) or a results "
+                                                     "folder holding one, e.g. a CI job's artifact")],
+    out: Annotated[Path, typer.Option(help="Results folder; the index goes to <out>/campaigns/<id>/")]
+    = Path("results"),
+) -> None:
+    """Merge the shards of one campaign into one index (exit 1 on failed runs, 2 when shards are missing)."""
+    from kafka_chaos.harness.shard import merge_shards
+
+    merged = merge_shards(shard_dirs, out=out)
+    s = merged.summary
+    console.print(f"{s['done']}/{s['total']} runs from {len(s['shards']['merged'])} of {s['shards']['count']} "
+                  f"shards, {s['failed']} failed; index: {merged.cdir / 'index.html'}")
+    if merged.missing:
+        err_console.print(f"[yellow]incomplete[/]: shard {', '.join(str(m) for m in merged.missing)} missing "
+                          "(their runs are marked pending)", highlight=False)
+    elif merged.incomplete:
+        err_console.print(f"[yellow]incomplete[/]: {s['total'] - s['done']} runs not done (a shard was cut "
+                          "short; run it again to resume)", highlight=False)
+    if s["failed"]:
+        raise typer.Exit(1)
+    if merged.incomplete:
+        raise typer.Exit(2)
 
 
 # -- shrink (issue 15) ----------------------------------------------------------------------------------------
