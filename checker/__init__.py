@@ -9,7 +9,7 @@ extras=..., ...)` → Analysis. See docs/architecture.md §3–§4.
 """
 
 from kafka_chaos.checker.analysis import ANOMALY_NAMES, Analysis, analyse
-from kafka_chaos.checker.faults import FaultSummary, FaultWindow, faults_from_history
+from kafka_chaos.checker.faults import FaultWindow, FaultWindows, faults_from_history
 from kafka_chaos.checker.run import check_run
 from kafka_chaos.checker.tables import (
     HistoryMeta,
@@ -25,8 +25,8 @@ from kafka_chaos.errors import HistoryError
 __all__ = [
     "ANOMALY_NAMES",
     "Analysis",
-    "FaultSummary",
     "FaultWindow",
+    "FaultWindows",
     "HistoryError",
     "HistoryMeta",
     "HistoryTables",

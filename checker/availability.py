@@ -33,10 +33,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kafka_chaos.checker.context import dictionary_key_codes
-from kafka_chaos.checker.faults import FaultSummary, FaultWindow
+from kafka_chaos.checker.faults import FaultWindow, FaultWindows
 from kafka_chaos.reference_model.availability import (
     LINK_BLOCKING,
-    Fault,
+    TimedFault,
     Timeouts,
     Topology,
     baseline_s,
@@ -274,7 +274,7 @@ class ClusterView:
         return found
 
 
-def judge_gap(gap: Gap, faults: FaultSummary, t: Timeouts, topo: Topology, view: ClusterView) -> dict[str, Any]:
+def judge_gap(gap: Gap, faults: FaultWindows, t: Timeouts, topo: Topology, view: ClusterView) -> dict[str, Any]:
     """The window's JSON: its faults, recovery times, prediction and finding (causes are added later)."""
     everyone = tuple(sorted(set(topo.brokers) | set(topo.controllers)))
     replicas = view.replicas.get(gap.key or "", topo.brokers)
@@ -297,7 +297,7 @@ def judge_gap(gap: Gap, faults: FaultSummary, t: Timeouts, topo: Topology, view:
     unbounded = False
     for w in near:
         selector = w.value.get("selector") if isinstance(w.value, dict) else None
-        f = Fault(w.f, w.nodes, w.start / NS, None if w.end is None else w.end / NS,
+        f = TimedFault(w.f, w.nodes, w.start / NS, None if w.end is None else w.end / NS,
                   selector if isinstance(selector, str) else None if selector is None else "pairs")
         at = view.before(w.start, gap.key)
         hit_leader = None if at is None or at[0] is None else at[0] in w.nodes
@@ -338,7 +338,7 @@ def judge_gap(gap: Gap, faults: FaultSummary, t: Timeouts, topo: Topology, view:
 def availability(
     sends: pa.Table,
     polls: pa.Table,
-    faults: FaultSummary,
+    faults: FaultWindows,
     *,
     config: Mapping[str, Any] | None = None,
     end_time: int | None = None,

@@ -63,7 +63,7 @@ class FaultWindow:
 
 
 @dataclass(frozen=True)
-class FaultSummary:
+class FaultWindows:
     """What faults the run saw, and when: the input to the verdicts besides the configuration."""
 
     windows: tuple[FaultWindow, ...]
@@ -130,7 +130,7 @@ def _effective(events: Iterable[NemesisEvent]) -> list[NemesisEvent]:
     return out
 
 
-def faults_from_history(events: Sequence[NemesisEvent], *, end_time: int = 0) -> FaultSummary:
+def faults_from_history(events: Sequence[NemesisEvent], *, end_time: int = 0) -> FaultWindows:
     """Fault windows from the nemesis events of a history (see the module docstring for the pairing)."""
     open_: list[tuple[NemesisEvent, tuple[int, ...]]] = []
     windows: list[FaultWindow] = []
@@ -162,4 +162,4 @@ def faults_from_history(events: Sequence[NemesisEvent], *, end_time: int = 0) ->
         )
     windows.sort(key=lambda w: (w.start, w.index))
     last = max([end_time, *(e.time for e in events)])
-    return FaultSummary(windows=tuple(windows), end_time=last)
+    return FaultWindows(windows=tuple(windows), end_time=last)

@@ -15,7 +15,7 @@ from kafka_chaos.cluster.links import LinkFaults, LinkKind
 from kafka_chaos.faults.node_links import links_of
 from kafka_chaos.faults.partitions import Shape, grudge
 from kafka_chaos.faults.registry import KINDS
-from kafka_chaos.faults.targets import Cluster
+from kafka_chaos.faults.targets import LiveCluster
 
 NODE_FAULTS = tuple(k for k, info in KINDS.items() if info.family == "process")
 LINK_FAULTS = tuple(k for k, info in KINDS.items() if info.family == "client-link")
@@ -36,7 +36,7 @@ class NodeFault:
     """kill/restart (SIGKILL, then start with its data), stop/start (clean shutdown), pause/resume (freezer)."""
 
     name: str
-    cluster: Cluster
+    cluster: LiveCluster
 
     def start(self, nodes: list[int]) -> dict[str, Any]:
         for n in nodes:
@@ -52,12 +52,12 @@ class NodeFault:
 
 
 @dataclass
-class PowerLoss:
+class PowerLossFault:
     """power-loss/power-on: every target node's processes die first (all at once, as when a rack loses power),
     then each disk loses its unsynced writes; power-on starts the nodes on what is left. The history value
     says what each node lost: per log segment, the offset after its last whole batch before and after."""
 
-    cluster: Cluster
+    cluster: LiveCluster
     name: str = "power-loss"
 
     def start(self, nodes: list[int]) -> dict[str, Any]:
@@ -100,7 +100,7 @@ class DiskFull:
     broker's next writes fail with ENOSPC (cluster.sized_disk); the heal deletes the ballast and starts the
     node if it stopped (a broker whose only log directory fails shuts down)."""
 
-    cluster: Cluster
+    cluster: LiveCluster
     free_mb: float = 0.0
     name: str = "disk-full"
 
@@ -123,7 +123,7 @@ class DiskFull:
 class PartitionFault:
     """iptables DROP between nodes per a grudge (see faults.partitions); heal flushes the rules."""
 
-    cluster: Cluster
+    cluster: LiveCluster
     shape: Shape
     rng: random.Random
     name: str = "partition"

@@ -29,10 +29,10 @@ from kafka_chaos.faults.kinds import (
     NodeFault,
     NodeLinkFault,
     PartitionFault,
-    PowerLoss,
+    PowerLossFault,
 )
 from kafka_chaos.faults.schedule import PlannedFault
-from kafka_chaos.faults.targets import Cluster, TargetError, resolve
+from kafka_chaos.faults.targets import LiveCluster, TargetError, resolve
 
 if TYPE_CHECKING:  # types only: the nemesis never imports the harness at run time
     from kafka_chaos.harness.testmap import RunContext
@@ -50,7 +50,7 @@ class Recorder(Protocol):
 class Nemesis:
     def __init__(
         self,
-        cluster: Cluster,
+        cluster: LiveCluster,
         topic: str,
         plan: list[PlannedFault],
         recorder: Recorder,
@@ -75,7 +75,7 @@ class Nemesis:
 
     def _fault(self, p: PlannedFault) -> Fault:
         if p.kind == "power-loss":
-            return PowerLoss(self.cluster)
+            return PowerLossFault(self.cluster)
         if p.kind == "disk-full":
             return DiskFull(self.cluster, float(p.params.get("free_mb", 0.0)))
         if p.kind in NODE_FAULTS:

@@ -27,7 +27,7 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class TopicConfig(Strict):
+class TopicSpec(Strict):
     name: str = "chaos"
     partitions: int = Field(3, ge=1, le=64)
     replication_factor: int = Field(3, ge=1)
@@ -36,7 +36,7 @@ class TopicConfig(Strict):
     configs: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="after")
-    def _min_isr_fits(self) -> TopicConfig:
+    def _min_isr_fits(self) -> TopicSpec:
         if self.min_insync_replicas > self.replication_factor:
             raise ValueError(
                 f"min_insync_replicas ({self.min_insync_replicas}) cannot exceed replication_factor "
@@ -67,7 +67,7 @@ class Scenario(Strict):
     seed: int = 0
     duration_s: float = Field(30, gt=0, le=24 * 3600)
     cluster: ClusterSpec = Field(default_factory=lambda: ClusterSpec())
-    topic: TopicConfig = Field(default_factory=lambda: TopicConfig())
+    topic: TopicSpec = Field(default_factory=lambda: TopicSpec())
     workload: WorkloadConfig = Field(default_factory=lambda: WorkloadConfig())
     faults: FaultsConfig = Field(default_factory=lambda: FaultsConfig())
     operations: list[OperationSpec] = Field(default_factory=list)

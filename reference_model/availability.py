@@ -180,7 +180,7 @@ class Topology:
 
 
 @dataclass(frozen=True)
-class Fault:
+class TimedFault:
     """A fault as the model needs it: its kind, the nodes it cut off, and when (seconds since run start)."""
 
     kind: str
@@ -193,10 +193,10 @@ class Fault:
 
 
 @dataclass(frozen=True)
-class Prediction:
+class AvailabilityPrediction:
     """By when writes must be available again, for one fault: `deadline_s` (None: not within the run)."""
 
-    fault: Fault
+    fault: TimedFault
     after: Literal["start", "heal"]
     within_s: float
     deadline_s: float | None
@@ -252,8 +252,8 @@ def quorum_lost(down: Collection[int], controllers: Collection[int]) -> bool:
     return alive < len(controllers) // 2 + 1
 
 
-def predict(fault: Fault, t: Timeouts, *, hit_leader: bool | None = None, hit_quorum_leader: bool | None = None,
-            expected: tuple[ExpectedReason, ...] = ()) -> Prediction:
+def predict(fault: TimedFault, t: Timeouts, *, hit_leader: bool | None = None, hit_quorum_leader: bool | None = None,
+            expected: tuple[ExpectedReason, ...] = ()) -> AvailabilityPrediction:
     """The deadline for writes after one fault. `hit_leader` / `hit_quorum_leader`: whether the fault cut off
     the partition's leader / the quorum leader (None: unknown, assumed so, the longer path). `expected`: the
     reasons writes need not be available while it lasts (`expected_unavailability`): the deadline then runs
@@ -268,7 +268,7 @@ def predict(fault: Fault, t: Timeouts, *, hit_leader: bool | None = None, hit_qu
         within = startup + t.failover_s + t.session_s + reconnect + t.client_s + t.slack_s
         deadline = None if fault.end_s is None else fault.end_s + within
         why = ", ".join(expected) or "client link cut: Kafka keeps the broker's leaderships"
-        return Prediction(fault, "heal", within, deadline, expected or ("client-link-fault",),
+        return AvailabilityPrediction(fault, "heal", within, deadline, expected or ("client-link-fault",),
                           f"writes need not be available until the heal ({why}); then within {within:.1f}s")
     if kind == "stop":
         # controlled shutdown moves leaderships first (KIP-631 BrokerHeartbeatRequest wantShutDown); the
@@ -294,7 +294,7 @@ def predict(fault: Fault, t: Timeouts, *, hit_leader: bool | None = None, hit_qu
         # fenced brokers lose their leaderships until they unfence (measured: ISR down to one member for 0.3 s).
         within = t.failover_s + t.heartbeat_s + t.client_s + t.slack_s
         deadline = None if fault.end_s is None else fault.end_s + within
-        return Prediction(fault, "heal", within, deadline, (),
+        return AvailabilityPrediction(fault, "heal", within, deadline, (),
                           "a quorum cut keeps leaders serving; after the heal the controller may commit fencing it "
                           f"decided during the cut, until the brokers unfence: within {within:.1f}s of the heal")
     elif kind in NODE_LINK_CUTTING:
@@ -314,7 +314,7 @@ def predict(fault: Fault, t: Timeouts, *, hit_leader: bool | None = None, hit_qu
     else:
         within = t.client_s + t.slack_s
         note = f"{kind}: only the client's own retry path"
-    return Prediction(fault, "start", within, fault.start_s + within, (), note)
+    return AvailabilityPrediction(fault, "start", within, fault.start_s + within, (), note)
 
 
 def baseline_s(t: Timeouts) -> float:

@@ -34,7 +34,7 @@ from typing import Any, Literal
 
 from kafka_chaos.faults.registry import KINDS, kinds_of
 from kafka_chaos.reference_model.explore import duplicates_possible
-from kafka_chaos.reference_model.matrix import Prediction, predict
+from kafka_chaos.reference_model.matrix import DurabilityPrediction, predict
 from kafka_chaos.reference_model.model import Acks
 
 __all__ = ["FaultSummary", "RunConfig", "Verdict", "judge", "unclean_election_observed"]
@@ -476,7 +476,7 @@ class _Loss:
 
     possible: bool
     clean: bool  # possible without an unclean election
-    prediction: Prediction | None
+    prediction: DurabilityPrediction | None
     fault_set: str | None
 
 

@@ -26,7 +26,7 @@ from kafka_chaos.checker.availability import (
     send_gaps,
     send_gaps_of,
 )
-from kafka_chaos.checker.faults import FaultSummary, FaultWindow
+from kafka_chaos.checker.faults import FaultWindow, FaultWindows
 from kafka_chaos.checker.schema import POLLS_SCHEMA, SENDS_SCHEMA
 from kafka_chaos.cluster.settings import fast_test_settings
 from kafka_chaos.errors import ScenarioError
@@ -83,7 +83,7 @@ def fault(f: str, nodes: tuple[int, ...], start: float, end: float | None, heal:
 def test_steady_sends_have_no_window() -> None:
     t = sends(*steady(K, 0, 10), *steady(K1, 0, 10))
     assert send_gaps(t, end_time=11 * S) == []
-    a = availability(t, polls(), FaultSummary((), 11 * S), config=CONFIG)
+    a = availability(t, polls(), FaultWindows((), 11 * S), config=CONFIG)
     assert a["share"] == 1.0 and a["windows"] == []
 
 
@@ -124,7 +124,7 @@ def test_poll_window_needs_data_waiting() -> None:
 def test_kill_window_within_prediction_lists_the_fault_and_recovery_times() -> None:
     t = sends(*steady(K, 0, 4), (K, 4.05, 8.0, "ok"), *steady(K, 8.1, 20))
     kill = fault("kill", (2,), 4.0, 12.0)
-    a = availability(t, polls(), FaultSummary((kill,), 21 * S), config=CONFIG)
+    a = availability(t, polls(), FaultWindows((kill,), 21 * S), config=CONFIG)
     (w,) = [w for w in a["windows"] if w["key"] == K]
     assert w["faults"] == ["kill [2] 4.0s–12.0s"]
     assert w["predicted_s"] is not None and w["duration_s"] <= w["predicted_s"]
@@ -137,7 +137,7 @@ def test_kill_window_within_prediction_lists_the_fault_and_recovery_times() -> N
 def test_a_window_longer_than_predicted_is_a_finding_not_a_violation() -> None:
     t = sends(*steady(K, 0, 4), (K, 4.05, 30.0, "ok"), *steady(K, 30.1, 40))
     kill = fault("kill", (2,), 4.0, 10.0)
-    a = availability(t, polls(), FaultSummary((kill,), 41 * S), config=CONFIG)
+    a = availability(t, polls(), FaultWindows((kill,), 41 * S), config=CONFIG)
     (w,) = [w for w in a["windows"] if w["key"] == K]
     assert w["finding"] == FINDING and w["duration_s"] > w["predicted_s"]
     assert a["findings"] == 2  # the key's window and the whole run's
@@ -149,7 +149,7 @@ def test_a_window_longer_than_predicted_is_a_finding_not_a_violation() -> None:
 def test_two_overlapping_faults_and_quorum_loss_is_expected() -> None:
     t = sends(*steady(K, 0, 4), (K, 4.05, 30.0, "ok"), *steady(K, 30.1, 40))
     kills = (fault("kill", (1,), 4.0, 12.0), fault("kill", (3,), 5.0, 12.0))
-    a = availability(t, polls(), FaultSummary(kills, 41 * S), config=CONFIG)
+    a = availability(t, polls(), FaultWindows(kills, 41 * S), config=CONFIG)
     (w,) = [w for w in a["windows"] if w["key"] == K]
     assert len(w["faults"]) == 2
     assert {"no-controller-quorum", "below-min-insync"} <= set(w["expected"])
@@ -162,7 +162,7 @@ def test_recovery_after_a_quorum_loss_heal_is_bounded_from_the_heal() -> None:
     t = sends(*steady(K, 0, 4), (K, 4.05, 4.5, "ok"), *steady(K, 4.6, 12), (K, 12.05, 30.0, "ok"),
               *steady(K, 30.1, 40))
     kill = fault("kill", (1, 2), 8.0, 11.0)  # the window below starts after the heal
-    a = availability(t, polls(), FaultSummary((kill,), 41 * S), config=CONFIG)
+    a = availability(t, polls(), FaultWindows((kill,), 41 * S), config=CONFIG)
     (w,) = [w for w in a["windows"] if w["key"] == K]
     assert w["start_s"] > 11.0 and w["expected"] == []
     assert w["fault_details"][0]["predicted_after"] == "heal" and w["finding"] is None
@@ -172,13 +172,13 @@ def test_a_kill_healed_before_a_later_isolation_does_not_make_it_a_quorum_loss()
     # the demo's shape: a kill of node 2 healed at 21 s, then node 3 isolated at 28.7 s; a window at 28.1 s
     t = sends(*steady(K, 0, 28), (K, 28.1, 31.0, "ok"), *steady(K, 31.1, 50))
     faults = (fault("kill", (2,), 13.1, 21.0), fault("partition", (3,), 28.7, 36.6, heal="heal"))
-    a = availability(t, polls(), FaultSummary(faults, 51 * S), config=CONFIG)
+    a = availability(t, polls(), FaultWindows(faults, 51 * S), config=CONFIG)
     (w,) = [w for w in a["windows"] if w["key"] == K]
     assert w["expected"] == []
     kill, partition = w["fault_details"]
     assert kill["predicted_after"] == "start", "alone, one dead broker of three never blocked writes"
     assert partition["predicted_after"] == "start"
-    alone = availability(t, polls(), FaultSummary(faults[1:], 51 * S), config=CONFIG)
+    alone = availability(t, polls(), FaultWindows(faults[1:], 51 * S), config=CONFIG)
     (w_alone,) = [w for w in alone["windows"] if w["key"] == K]
     assert w["predicted_s"] == w_alone["predicted_s"], "the healed kill does not loosen the isolation's bound"
 
