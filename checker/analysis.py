@@ -38,10 +38,10 @@ from kafka_chaos.checker.anomalies.txn import (
     with_uncommitted_skips,
 )
 from kafka_chaos.checker.context import I64, Context, prepare
-from kafka_chaos.checker.faults import FaultWindows
 from kafka_chaos.checker.schema import ANOMALIES_BAD_BY_DEFAULT
 from kafka_chaos.checker.stats import run_stats
 from kafka_chaos.checker.verdicts import Judge, apply_verdicts, load_judge, verdict_inputs
+from kafka_chaos.faults.windows import FaultWindows
 
 if TYPE_CHECKING:
     from kafka_chaos.checker.tables import PollExtras

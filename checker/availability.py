@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kafka_chaos.checker.context import dictionary_key_codes
-from kafka_chaos.checker.faults import FaultWindow, FaultWindows
+from kafka_chaos.faults.windows import FaultWindow, FaultWindows
 from kafka_chaos.reference_model.availability import (
     LINK_BLOCKING,
     TimedFault,

@@ -507,7 +507,7 @@ def conformance(
 
     `config` may be a `RunConfig`, a resolved scenario dict, or None (then Kafka's defaults: unclean
     election off, and the acks=all check is skipped because acks are unknown). `faults`: the run's fault
-    windows (checker.faults.FaultWindow); `replica_lag_ns`: the run's replica.lag.time.max.ms.
+    windows (faults.windows.FaultWindow); `replica_lag_ns`: the run's replica.lag.time.max.ms.
     """
     cfg, known = RunConfig.coerce(config)
     by_key = _clean(state_samples)

@@ -32,7 +32,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from kafka_chaos.faults.registry import KINDS, kinds_of
+from kafka_chaos.faults.registry import kinds_of
+from kafka_chaos.faults.windows import Step, faults_from_history
 from kafka_chaos.reference_model.explore import duplicates_possible
 from kafka_chaos.reference_model.matrix import DurabilityPrediction, predict
 from kafka_chaos.reference_model.model import Acks
@@ -40,7 +41,6 @@ from kafka_chaos.reference_model.model import Acks
 __all__ = ["FaultSummary", "RunConfig", "Verdict", "judge", "unclean_election_observed"]
 
 PROCESS_FAULTS = kinds_of("process")
-PROCESS_HEALS = {KINDS[kind].heal: kind for kind in PROCESS_FAULTS}
 LINK_FAULTS = kinds_of("client-link")
 # Faults between nodes: a partition, or links between nodes cut or slowed (faults.node_links). For the model
 # both isolate nodes from their peers (a slowed follower may leave the ISR as an isolated one does).
@@ -244,41 +244,14 @@ class FaultSummary:
 
     @classmethod
     def from_events(cls, events: Iterable[Mapping[str, Any]]) -> FaultSummary:
-        """From history events (only ``process == "nemesis"`` ones are read). A fault counts from its
-        ``info`` (when it took effect) or, if none followed, from its ``invoke``. A symbolic target
-        ``leader`` (from the invoke's value) marks the leader as affected; ``all`` too."""
-        effective: list[tuple[str, Mapping[str, Any], Any]] = []  # (f, value, symbolic target)
-        pending: tuple[str, Mapping[str, Any]] | None = None
-        for ev in events:
-            if ev.get("process") != "nemesis":
-                continue
-            f = str(ev.get("f", ""))
-            value = ev.get("value")
-            value = value if isinstance(value, Mapping) else {}
-            if ev.get("type") == "invoke":
-                if pending is not None:
-                    effective.append((pending[0], pending[1], pending[1].get("target")))
-                pending = (f, value)
-            else:
-                target = value.get("target")
-                if pending is not None and pending[0] == f:
-                    target = _first(target, pending[1].get("target"))
-                    value = value or pending[1]
-                elif pending is not None:
-                    effective.append((pending[0], pending[1], pending[1].get("target")))
-                effective.append((f, value, target))
-                pending = None
-        if pending is not None:
-            effective.append((pending[0], pending[1], pending[1].get("target")))
-
-        tracker = _Tracker()
-        for f, value, target in effective:
-            tracker.apply(f, _nodes(value), target, value.get("shape"))
-        return tracker.summary()
+        """From history rows (only ``process == "nemesis"`` ones are read), paired into fault windows as the
+        checker pairs them (faults.windows). A symbolic target ``leader`` or ``all`` (from the invoke's value)
+        marks the leader as affected."""
+        return cls.from_windows(faults_from_history(Step.from_rows(events)).windows)
 
     @classmethod
     def from_windows(cls, windows: Iterable[Any]) -> FaultSummary:
-        """From fault windows (``checker.faults.FaultWindow``: ``f``, ``nodes``, ``start``, ``end``,
+        """From fault windows (``faults.windows.FaultWindow``: ``f``, ``nodes``, ``start``, ``end``,
         ``value``), as the checker hands them over."""
         marks: list[tuple[int, int, Any]] = []
         for i, w in enumerate(windows):
@@ -291,7 +264,7 @@ class FaultSummary:
             value = w.value if isinstance(w.value, Mapping) else {}
             nodes = tuple(int(n) for n in (w.nodes or ()))
             if is_start:
-                tracker.apply(str(w.f), nodes, value.get("target"), value.get("shape"), window=i)
+                tracker.apply(str(w.f), nodes, value.get("target"), window=i)
             else:
                 tracker.end_window(i)
         return tracker.summary()
@@ -331,13 +304,8 @@ class _DictWindow:
                    d.get("value"))
 
 
-def _nodes(value: Mapping[str, Any]) -> tuple[int, ...]:
-    nodes = value.get("nodes")
-    return tuple(n for n in nodes if isinstance(n, int)) if isinstance(nodes, list | tuple) else ()
-
-
 class _Tracker:
-    """Replays faults and heals, keeping the maxima FaultSummary reports."""
+    """Replays fault windows opening and closing, keeping the maxima FaultSummary reports."""
 
     def __init__(self) -> None:
         self.kinds: set[str] = set()
@@ -349,20 +317,9 @@ class _Tracker:
         self.leader: bool | None = False
         self.unknown_extent = False  # a fault whose nodes were not recorded
 
-    def apply(
-        self, f: str, nodes: tuple[int, ...], target: Any, shape: Any, window: int | None = None
-    ) -> None:
-        heals = PROCESS_HEALS.get(f)
-        if heals is not None:
-            self.down[heals] -= set(nodes) if nodes else self.down[heals]
-        elif f == "heal":
-            self.cut.clear()
-        elif f == "heal-links":  # links between nodes healed on these nodes
-            self.cut -= set(nodes) if nodes else self.cut
-        elif f.startswith("heal"):
-            pass  # heal-link and friends: client links only
-        elif f in PROCESS_FAULTS or f in NETWORK_FAULTS:
-            self.kinds.add(f)
+    def apply(self, f: str, nodes: tuple[int, ...], target: Any, window: int) -> None:
+        self.kinds.add(f)
+        if f in PROCESS_FAULTS or f in NETWORK_FAULTS:
             if not nodes:
                 self.unknown_extent = True
             (self.down[f] if f in PROCESS_FAULTS else self.cut).update(nodes)
@@ -371,10 +328,7 @@ class _Tracker:
                 self.leader = True
             elif self.leader is False:
                 self.leader = None  # some node was hit; whether it led a given partition is unknown
-            if window is not None:
-                self.windows[window] = (f, nodes)
-        else:
-            self.kinds.add(f)
+            self.windows[window] = (f, nodes)
         self._measure()
 
     def end_window(self, window: int) -> None:
@@ -939,7 +893,7 @@ def judge(
     """Whether Kafka, configured as ``config``, permits this anomaly instance given the run's ``faults``.
 
     ``config`` may also be a resolved scenario dict (``RunConfig.from_scenario``) or None (Kafka's defaults,
-    noted in the reason); ``faults`` may also be ``checker.faults.FaultSummary`` (fault windows), a list of
+    noted in the reason); ``faults`` may also be ``faults.windows.FaultWindows``, a list of
     history events, or None (no faults).
     """
     cfg, known = RunConfig.coerce(config)

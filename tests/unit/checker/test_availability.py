@@ -26,10 +26,10 @@ from kafka_chaos.checker.availability import (
     send_gaps,
     send_gaps_of,
 )
-from kafka_chaos.checker.faults import FaultWindow, FaultWindows
 from kafka_chaos.checker.schema import POLLS_SCHEMA, SENDS_SCHEMA
 from kafka_chaos.cluster.settings import fast_test_settings
 from kafka_chaos.errors import ScenarioError
+from kafka_chaos.faults.windows import FaultWindow, FaultWindows
 from kafka_chaos.harness.scenario import parse_scenario
 from kafka_chaos.reference_model.availability import Timeouts, Topology, expected_unavailability
 

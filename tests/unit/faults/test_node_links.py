@@ -8,13 +8,13 @@ from typing import Any
 import pytest
 
 from kafka_chaos.checker.availability import availability
-from kafka_chaos.checker.faults import FaultWindow, FaultWindows
 from kafka_chaos.cluster.node_links import Link, LinkProxies, proxy_name
 from kafka_chaos.cluster.spec import ClusterSpec
 from kafka_chaos.errors import ScenarioError
 from kafka_chaos.faults.node_links import LinkSelectorError, links_of
 from kafka_chaos.faults.registry import KINDS, heal_of
 from kafka_chaos.faults.schedule import plan
+from kafka_chaos.faults.windows import FaultWindow, FaultWindows
 from kafka_chaos.harness.scenario import parse_scenario
 from kafka_chaos.reference_model.availability import (
     TimedFault,
