@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from kafka_chaos.faults.registry import silencing
 from kafka_chaos.reference_model.verdicts import RunConfig
 
 __all__ = ["CONFORMANCE_NAMES", "DEFAULT_STALENESS_NS", "conformance"]
@@ -45,8 +46,8 @@ CONFORMANCE_NAMES = (
     "follower-kept-in-isr",
     "follower-rejoined-while-cut",
 )
-CUTTING_LINK_FAULTS = frozenset({"link-cut", "link-timeout"})
-"""Faults that stop a link's data for their whole window (a flap or a reset lets fetches through between)."""
+CUTTING_LINK_FAULTS = silencing()
+"""Faults that stop a link's data for their whole window (faults.registry `silences`)."""
 DEFAULT_STALENESS_NS = 2_000_000_000
 """How long a broker's metadata may lag the controller's in normal operation (metadata propagation is
 milliseconds; this leaves a wide margin)."""

@@ -85,7 +85,7 @@ class Nemesis:
         if p.kind in LINK_FAULTS:
             if self.links is None:
                 raise RuntimeError(f"{p.kind} needs Toxiproxy (cluster.toxiproxy = true)")
-            return LinkFault(p.kind, self.links, p.params)  # type: ignore[arg-type]  # narrowed by LINK_FAULTS
+            return LinkFault(p.kind, self.links, p.params)
         if p.kind in NODE_LINK_FAULTS:
             proxies = getattr(self.cluster, "link_proxies", None)
             if proxies is None:

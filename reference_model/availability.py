@@ -53,7 +53,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from kafka_chaos.faults.registry import kinds_of
+from kafka_chaos.faults.registry import kinds_of, taking_down, with_effect
 
 # Kafka's own defaults (KafkaConfig / KRaftConfigs / QuorumConfig, Kafka 4.x), and librdkafka's client ones.
 KAFKA_DEFAULTS: dict[str, str] = {
@@ -74,9 +74,12 @@ CLIENT_DEFAULTS_MS = {
 
 ExpectedReason = Literal["no-controller-quorum", "below-min-insync", "no-live-isr-member", "client-link-fault",
                          "node-link-fault"]
-PROCESS_DOWN = kinds_of("process")
+PROCESS_DOWN = taking_down()
+STOPS = with_effect("stop")
 RESTARTS = kinds_of("process", restarts=True)  # pause is resumed: the same JVM, nothing to recover
+PARTITIONS = kinds_of("network")
 LINK_BLOCKING = kinds_of("client-link", blocks=True)
+LINK_SLOWING = kinds_of("client-link", blocks=False)
 # Links between nodes (faults.node_links): cutting ones stop the connections, slowing ones only delay them.
 NODE_LINK_CUTTING = kinds_of("node-link", blocks=True)
 NODE_LINK_SLOWING = kinds_of("node-link", blocks=False)
@@ -213,7 +216,7 @@ def impaired_by(kind: str, nodes: Collection[int], value: Any = None, everyone: 
     if kind in NODE_LINK_CUTTING:
         selector = value.get("selector") if isinstance(value, Mapping) else None
         return set(nodes) if selector == "controller" else set()  # cut from the controller: fenced, like isolated
-    if kind == "partition":
+    if kind in PARTITIONS:
         grudge = value.get("grudge") if isinstance(value, Mapping) else None
         if isinstance(grudge, Mapping) and everyone:
             majority = len(everyone) // 2 + 1
@@ -270,13 +273,13 @@ def predict(fault: TimedFault, t: Timeouts, *, hit_leader: bool | None = None, h
         why = ", ".join(expected) or "client link cut: Kafka keeps the broker's leaderships"
         return AvailabilityPrediction(fault, "heal", within, deadline, expected or ("client-link-fault",),
                           f"writes need not be available until the heal ({why}); then within {within:.1f}s")
-    if kind == "stop":
+    if kind in STOPS:
         # controlled shutdown moves leaderships first (KIP-631 BrokerHeartbeatRequest wantShutDown); the
         # quorum leader resigns with EndQuorumEpoch (KIP-595), no fetch timeout
         detect = t.heartbeat_s + (t.election_timeout_s + t.election_backoff_s if controller else 0.0)
         within = detect + t.client_s + t.slack_s
         note = "controlled shutdown: leaderships move before the broker stops"
-    elif kind == "latency":
+    elif kind in LINK_SLOWING:
         within = t.client_s + t.slack_s
         note = "latency below request.timeout.ms slows sends; it does not stop them"
     elif kind in NODE_LINK_SLOWING:
@@ -302,11 +305,11 @@ def predict(fault: TimedFault, t: Timeouts, *, hit_leader: bool | None = None, h
         # replica.lag.time.max.ms, checked every half of it (Partition.maybeShrinkIsr)
         within = 1.5 * t.replica_lag_s + t.client_s + t.slack_s
         note = "a follower cut from its leader: acks=all waits until it leaves the ISR (1.5 × replica.lag.time.max.ms)"
-    elif kind in PROCESS_DOWN or kind == "partition":
+    elif kind in PROCESS_DOWN or kind in PARTITIONS:
         detect = t.session_s if leader else min(t.session_s, t.replica_lag_s)
         if hit_leader is None:
             detect = max(t.session_s, min(t.session_s, t.replica_lag_s))
-        zombie = t.request_timeout_s if kind == "partition" and leader else 0.0
+        zombie = t.request_timeout_s if kind in PARTITIONS and leader else 0.0
         within = max(detect, failover) + t.client_s + zombie + t.slack_s
         note = (f"{'leader' if leader else 'follower'} cut off: fenced after broker.session.timeout.ms"
                 + (", after a controller failover" if controller else "")

@@ -32,7 +32,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from kafka_chaos.faults.registry import kinds_of
+from kafka_chaos.faults.registry import cutting_off, kinds_of, taking_down, with_effect
 from kafka_chaos.faults.windows import Step, faults_from_history
 from kafka_chaos.reference_model.explore import duplicates_possible
 from kafka_chaos.reference_model.matrix import DurabilityPrediction, predict
@@ -40,11 +40,15 @@ from kafka_chaos.reference_model.model import Acks
 
 __all__ = ["FaultSummary", "RunConfig", "Verdict", "judge", "unclean_election_observed"]
 
-PROCESS_FAULTS = kinds_of("process")
+PROCESS_FAULTS = taking_down()
 LINK_FAULTS = kinds_of("client-link")
 # Faults between nodes: a partition, or links between nodes cut or slowed (faults.node_links). For the model
 # both isolate nodes from their peers (a slowed follower may leave the ISR as an isolated one does).
-NETWORK_FAULTS = frozenset({"partition"}) | kinds_of("node-link")
+NETWORK_FAULTS = cutting_off()
+CRASHES = with_effect("crash")
+STOPS = with_effect("stop")
+FREEZES = with_effect("freeze")
+POWER_LOSSES = with_effect("power-loss")
 MODEL_MAX_RF = 3
 
 
@@ -219,15 +223,15 @@ class FaultSummary:
 
     @property
     def crashed(self) -> bool:
-        return "kill" in self.kinds
+        return bool(self.kinds & CRASHES)
 
     @property
     def stopped(self) -> bool:
-        return "stop" in self.kinds
+        return bool(self.kinds & STOPS)
 
     @property
     def paused(self) -> bool:
-        return "pause" in self.kinds
+        return bool(self.kinds & FREEZES)
 
     @property
     def partitioned(self) -> bool:
@@ -344,7 +348,7 @@ class _Tracker:
         down = set().union(*self.down.values())
         self.max_down = max(self.max_down, len(down))
         self.max_affected = max(self.max_affected, len(down | self.cut))
-        self.max_power_lost = max(self.max_power_lost, len(self.down.get("power-loss", ())))
+        self.max_power_lost = max(self.max_power_lost, len(set().union(*(self.down[k] for k in POWER_LOSSES))))
 
     def summary(self) -> FaultSummary:
         big = 10**6 if self.unknown_extent else 0  # unknown extent: assume it could reach every node
@@ -355,7 +359,7 @@ class _Tracker:
             distinct_down=max(len(self.ever), big),
             leader_affected=None if self.unknown_extent and self.leader is False else self.leader,
             nodes=frozenset(self.ever),
-            max_power_lost=max(self.max_power_lost, big if "power-loss" in self.kinds else 0),
+            max_power_lost=max(self.max_power_lost, big if self.kinds & POWER_LOSSES else 0),
         )
 
 
@@ -466,7 +470,7 @@ def _power_loss_permits(cfg: RunConfig, faults: FaultSummary) -> str | None:
       `useLastKnownLeaderInBalancedRecovery = true`), without asking whether it shut down cleanly.
     One power loss among live replicas takes nothing: the others hold the records and the node re-syncs.
     """
-    if cfg.flush_every_message or "power-loss" not in faults.kinds:
+    if cfg.flush_every_message or not faults.kinds & POWER_LOSSES:
         return None
     if faults.max_power_lost >= cfg.rf:
         return (
