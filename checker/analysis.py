@@ -188,9 +188,9 @@ def check_conformance(
 ) -> dict[str, list[dict[str, Any]]] | None:
     """`checker.conformance.conformance`: the observed partition states against the model's rules."""
     from kafka_chaos.checker.conformance import conformance
-    from kafka_chaos.reference_model.availability import Timeouts
+    from kafka_chaos.reference_model.config import RunConfig
 
-    lag_s = Timeouts.from_config(config if isinstance(config, dict) else None).replica_lag_s
+    lag_s = RunConfig.coerce(config if isinstance(config, dict) else None)[0].timeouts.replica_lag_s
     result: dict[str, list[dict[str, Any]]] = conformance(
         state_samples, sends, polls, config, faults=faults.windows if faults is not None else (),
         replica_lag_ns=int(lag_s * 1e9))

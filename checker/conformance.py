@@ -34,7 +34,7 @@ import numpy as np
 import pyarrow as pa
 
 from kafka_chaos.faults.registry import silencing
-from kafka_chaos.reference_model.verdicts import RunConfig
+from kafka_chaos.reference_model.config import RunConfig
 
 __all__ = ["CONFORMANCE_NAMES", "DEFAULT_STALENESS_NS", "conformance"]
 

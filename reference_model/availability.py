@@ -2,7 +2,7 @@
 
 The safety model (`reference_model.model`) says what may be lost; this module says how long a window with no
 successful send may last before it is more than Kafka's own timeouts explain. Every bound is a sum of the
-timeouts on Kafka's recovery path, read from the run's configuration (`Timeouts.from_config`), plus a slack
+timeouts on Kafka's recovery path, read from the run's configuration (`RunConfig.timeouts`), plus a slack
 for the host (`Timeouts.slack_s`: containers on a small machine are slower than the protocol):
 
 - **Detection.** A broker that stops heartbeating is fenced by the active controller once
@@ -54,23 +54,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from kafka_chaos.faults.registry import kinds_of, taking_down, with_effect
-
-# Kafka's own defaults (KafkaConfig / KRaftConfigs / QuorumConfig, Kafka 4.x), and librdkafka's client ones.
-KAFKA_DEFAULTS: dict[str, str] = {
-    "broker.session.timeout.ms": "9000",
-    "broker.heartbeat.interval.ms": "2000",
-    "replica.lag.time.max.ms": "30000",
-    "controller.quorum.fetch.timeout.ms": "2000",
-    "controller.quorum.election.timeout.ms": "1000",
-    "controller.quorum.election.backoff.max.ms": "1000",
-}
-CLIENT_DEFAULTS_MS = {
-    "request_timeout_ms": 30000,
-    "delivery_timeout_ms": 120000,
-    "retry_backoff_max_ms": 1000,
-    "reconnect_backoff_max_ms": 10000,
-    "metadata_refresh_ms": 1000,  # what workloads.producer sets (topic.metadata.refresh.interval.ms)
-}
+from kafka_chaos.reference_model.config import RunConfig, Timeouts
 
 ExpectedReason = Literal["no-controller-quorum", "below-min-insync", "no-live-isr-member", "client-link-fault",
                          "node-link-fault"]
@@ -95,91 +79,6 @@ def node_link_blocked(kind: str, nodes: Collection[int], value: Any = None) -> s
         return set()
     selector = value.get("selector") if isinstance(value, Mapping) else None
     return set() if selector in ("controller", "quorum") else set(nodes)
-
-
-@dataclass(frozen=True)
-class Timeouts:
-    """The timeouts on the recovery path, in seconds."""
-
-    session_s: float = 9.0
-    heartbeat_s: float = 2.0
-    replica_lag_s: float = 30.0
-    fetch_timeout_s: float = 2.0
-    election_timeout_s: float = 1.0
-    election_backoff_s: float = 1.0
-    request_timeout_s: float = 30.0
-    delivery_timeout_s: float = 120.0
-    retry_backoff_s: float = 1.0
-    reconnect_backoff_s: float = 10.0
-    metadata_refresh_s: float = 1.0
-    startup_s: float = 30.0
-    """A restarted node's JVM start, log recovery and registration: a host allowance, not a Kafka setting."""
-    slack_s: float = 3.0
-    """The host's share: scheduling on two cores, container start, the heal's own duration."""
-
-    @classmethod
-    def from_config(cls, config: Mapping[str, Any] | None) -> Timeouts:
-        """From a run's resolved configuration (the history's run-start: `kafka_settings` and `workload`)."""
-        config = config or {}
-        ks = {**KAFKA_DEFAULTS, **{str(k): str(v) for k, v in (config.get("kafka_settings") or {}).items()}}
-        w = config.get("workload") or {}
-
-        def ms(name: str) -> float:
-            try:
-                return float(ks[name]) / 1000
-            except (KeyError, ValueError):
-                return float(KAFKA_DEFAULTS[name]) / 1000
-
-        def client(name: str) -> float:
-            v = w.get(name, CLIENT_DEFAULTS_MS[name]) if isinstance(w, Mapping) else CLIENT_DEFAULTS_MS[name]
-            return float(v) / 1000
-
-        return cls(
-            session_s=ms("broker.session.timeout.ms"),
-            heartbeat_s=ms("broker.heartbeat.interval.ms"),
-            replica_lag_s=ms("replica.lag.time.max.ms"),
-            fetch_timeout_s=ms("controller.quorum.fetch.timeout.ms"),
-            election_timeout_s=ms("controller.quorum.election.timeout.ms"),
-            election_backoff_s=ms("controller.quorum.election.backoff.max.ms"),
-            request_timeout_s=min(client("request_timeout_ms"), client("delivery_timeout_ms")),
-            delivery_timeout_s=client("delivery_timeout_ms"),
-            retry_backoff_s=CLIENT_DEFAULTS_MS["retry_backoff_max_ms"] / 1000,
-            reconnect_backoff_s=CLIENT_DEFAULTS_MS["reconnect_backoff_max_ms"] / 1000,
-            metadata_refresh_s=CLIENT_DEFAULTS_MS["metadata_refresh_ms"] / 1000,
-        )
-
-    @property
-    def failover_s(self) -> float:
-        """A new quorum leader after the old one went silent (KIP-595 fetch timeout, election, back-off;
-        doubled election for KIP-996's pre-vote round)."""
-        return self.fetch_timeout_s + 2 * self.election_timeout_s + self.election_backoff_s
-
-    @property
-    def client_s(self) -> float:
-        """A producer's way off a dead leader: the stuck request, a back-off, a metadata refresh."""
-        return self.request_timeout_s + self.retry_backoff_s + self.metadata_refresh_s
-
-
-@dataclass(frozen=True)
-class Topology:
-    """Who is who in the cluster, from the run's configuration."""
-
-    brokers: tuple[int, ...]
-    controllers: tuple[int, ...]
-    min_insync: int
-    acks: str
-
-    @classmethod
-    def from_config(cls, config: Mapping[str, Any] | None) -> Topology:
-        config = config or {}
-        c = config.get("cluster") or {}
-        nodes = int(c.get("nodes", 3))
-        n_controllers = int(c.get("controllers", 0))
-        brokers = tuple(range(1, nodes + 1))
-        controllers = tuple(range(101, 101 + n_controllers)) if n_controllers else brokers
-        topic = config.get("topic") or {}
-        workload = config.get("workload") or {}
-        return cls(brokers, controllers, int(topic.get("min_insync_replicas", 1)), str(workload.get("acks", "all")))
 
 
 @dataclass(frozen=True)
@@ -227,7 +126,7 @@ def impaired_by(kind: str, nodes: Collection[int], value: Any = None, everyone: 
 
 
 def expected_unavailability(
-    impaired: Collection[int], topo: Topology, replicas: Collection[int], link_nodes: Collection[int] = (),
+    impaired: Collection[int], topo: RunConfig, replicas: Collection[int], link_nodes: Collection[int] = (),
     leader: int | None = None, node_link_nodes: Collection[int] = (),
 ) -> tuple[ExpectedReason, ...]:
     """Why writes to a partition with these replicas need not be available while `impaired` nodes are cut off

@@ -32,11 +32,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from kafka_chaos import versions
 from kafka_chaos.faults.registry import cutting_off, kinds_of, taking_down, with_effect
 from kafka_chaos.faults.windows import Step, faults_from_history
+from kafka_chaos.reference_model.config import RunConfig
 from kafka_chaos.reference_model.explore import duplicates_possible
 from kafka_chaos.reference_model.matrix import DurabilityPrediction, predict
-from kafka_chaos.reference_model.model import Acks
 
 __all__ = ["FaultSummary", "RunConfig", "Verdict", "judge", "unclean_election_observed"]
 
@@ -64,138 +65,6 @@ def _permitted(reason: str) -> Verdict:
 
 def _violation(reason: str) -> Verdict:
     return Verdict("violation", reason)
-
-
-# ------------------------------------------------------------------------------------------ configuration
-
-
-def _section(d: Mapping[str, Any], name: str) -> Mapping[str, Any]:
-    value = d.get(name)
-    return value if isinstance(value, Mapping) else {}
-
-
-def _first(*candidates: Any) -> Any:
-    return next((c for c in candidates if c is not None), None)
-
-
-def _as_bool(value: Any, default: bool) -> bool:
-    if value is None:
-        return default
-    if isinstance(value, str):
-        return value.strip().lower() in ("true", "1", "yes", "on")
-    return bool(value)
-
-
-def _as_int(value: Any, default: int) -> int:
-    try:
-        return int(value) if value is not None else default
-    except (TypeError, ValueError):
-        return default
-
-
-def _version_at_least(version: str | None, major: int, minor: int) -> bool:
-    if not version:
-        return False
-    parts = []
-    for piece in version.split(".")[:2]:
-        digits = "".join(ch for ch in piece if ch.isdigit())
-        parts.append(int(digits) if digits else 0)
-    while len(parts) < 2:
-        parts.append(0)
-    return (parts[0], parts[1]) >= (major, minor)
-
-
-@dataclass(frozen=True, slots=True)
-class RunConfig:
-    """What the verdicts need to know about a run's configuration. Defaults are Kafka's own (producer
-    ``acks=all`` with idempotence since 3.0, retries until the delivery timeout, topic RF 1 from
-    ``default.replication.factor``, ``min.insync.replicas=1``, unclean election off, ELR off)."""
-
-    acks: Acks = "all"
-    idempotence: bool = True
-    retries: int | None = None
-    rf: int = 1
-    min_insync: int = 1
-    unclean: bool = False
-    elr: bool = False
-    kafka_version: str | None = None
-    request_timeout_ms: int = 30000
-    """The producer's request.timeout.ms (librdkafka's default 30 s)."""
-    flush_every_message: bool = False
-    """flush.messages=1 (topic) or log.flush.interval.messages=1 (broker): every append fsynced."""
-
-    @classmethod
-    def from_scenario(cls, d: Mapping[str, Any]) -> RunConfig:
-        """From a resolved scenario dict (``[topic] replication_factor, min_insync_replicas,
-        unclean_leader_election, configs``, ``[workload] acks, idempotence, retries, request_timeout_ms``, ``[cluster]
-        kafka_version, elr``, top-level ``kafka_settings``). Lenient: missing keys take Kafka's defaults,
-        and flat keys (``acks``, ``rf``, ``min_insync``…) are accepted too."""
-        topic, workload, cluster = _section(d, "topic"), _section(d, "workload"), _section(d, "cluster")
-        topic_configs = _section(topic, "configs")
-        settings = _section(d, "kafka_settings")
-        acks_raw = str(_first(workload.get("acks"), d.get("acks"), "all")).strip().lower()
-        acks: Acks = "all" if acks_raw in ("all", "-1") else "0" if acks_raw == "0" else "1"
-        # Kafka >= 3.2 turns idempotence on by default only where it is allowed (acks=all)
-        idempotence = _as_bool(_first(workload.get("idempotence"), d.get("idempotence")), acks == "all")
-        retries_raw = _first(workload.get("retries"), d.get("retries"))
-        kafka_version = _first(cluster.get("kafka_version"), d.get("kafka_version"))
-        elr_raw = _first(
-            cluster.get("elr"),
-            d.get("elr"),
-            settings.get("eligible.leader.replicas.version"),
-        )
-        if elr_raw is None:  # ELR is on by default for new clusters from Kafka 4.1
-            elr = _version_at_least(str(kafka_version) if kafka_version is not None else None, 4, 1)
-        else:
-            elr = _as_bool(elr_raw, False)
-        return cls(
-            acks=acks,
-            idempotence=idempotence,
-            retries=_as_int(retries_raw, 0) if retries_raw is not None else None,
-            rf=_as_int(_first(topic.get("replication_factor"), d.get("replication_factor"), d.get("rf")), 1),
-            min_insync=_as_int(
-                _first(
-                    topic.get("min_insync_replicas"),
-                    topic_configs.get("min.insync.replicas"),
-                    d.get("min_insync_replicas"),
-                    d.get("min_insync"),
-                    settings.get("min.insync.replicas"),
-                ),
-                1,
-            ),
-            unclean=_as_bool(
-                _first(
-                    topic.get("unclean_leader_election"),
-                    topic_configs.get("unclean.leader.election.enable"),
-                    d.get("unclean_leader_election"),
-                    d.get("unclean"),
-                    settings.get("unclean.leader.election.enable"),
-                ),
-                False,
-            ),
-            elr=elr,
-            kafka_version=str(kafka_version) if kafka_version is not None else None,
-            request_timeout_ms=_as_int(_first(workload.get("request_timeout_ms"), d.get("request_timeout_ms")), 30000),
-            flush_every_message=_as_int(_first(topic_configs.get("flush.messages"),
-                                               _section(cluster, "broker_overrides").get("log.flush.interval.messages"),
-                                               settings.get("log.flush.interval.messages")), 0) == 1,
-        )
-
-    @classmethod
-    def coerce(cls, config: Any) -> tuple[RunConfig, bool]:
-        """``config`` as a RunConfig, and whether it was known (None → Kafka's defaults, not known)."""
-        if isinstance(config, RunConfig):
-            return config, True
-        if config is None:
-            return cls(), False
-        if isinstance(config, Mapping):
-            return cls.from_scenario(config), True
-        dump = getattr(config, "model_dump", None)  # a pydantic Scenario
-        if callable(dump):
-            data = dump()
-            if isinstance(data, Mapping):
-                return cls.from_scenario(data), True
-        raise TypeError(f"cannot read a run configuration from {type(config).__name__}")
 
 
 # -------------------------------------------------------------------------------------------------- faults
@@ -488,8 +357,9 @@ def _power_loss_permits(cfg: RunConfig, faults: FaultSummary) -> str | None:
                 "useLastKnownLeaderInBalancedRecovery = true: KIP-966's balanced recovery), whether or not it "
                 "lost unflushed data, and the other replicas truncate to its log"
             )
-        feature = ("eligible.leader.replicas.version=0" if _version_at_least(cfg.kafka_version, 4, 0)
-                   or cfg.kafka_version is None else f"Kafka {cfg.kafka_version} has no ELR feature; it came in 4.0")
+        feature = ("eligible.leader.replicas.version=0"
+                   if versions.at_least(cfg.kafka_version, versions.ELR_FEATURE_FROM) or cfg.kafka_version is None
+                   else f"Kafka {cfg.kafka_version} has no ELR feature; it came in 4.0")
         return (
             "the last in-sync replica lost power while every other replica was down; ELR off "
             f"({feature}): KRaft keeps the last member in the ISR, so it leads again on "

@@ -31,7 +31,8 @@ from kafka_chaos.cluster.settings import fast_test_settings
 from kafka_chaos.errors import ScenarioError
 from kafka_chaos.faults.windows import FaultWindow, FaultWindows
 from kafka_chaos.harness.scenario import parse_scenario
-from kafka_chaos.reference_model.availability import Timeouts, Topology, expected_unavailability
+from kafka_chaos.reference_model.availability import expected_unavailability
+from kafka_chaos.reference_model.config import RunConfig
 
 S = 1_000_000_000
 CONFIG: dict[str, Any] = {
@@ -184,19 +185,19 @@ def test_a_kill_healed_before_a_later_isolation_does_not_make_it_a_quorum_loss()
 
 
 def test_expected_reasons() -> None:
-    topo = Topology.from_config(CONFIG)
+    topo = RunConfig.from_scenario(CONFIG)
     assert expected_unavailability({2}, topo, (1, 2, 3)) == ()
     assert expected_unavailability({1, 2, 3}, topo, (1, 2, 3)) == ("no-controller-quorum", "no-live-isr-member")
-    dedicated = Topology.from_config({**CONFIG, "cluster": {"nodes": 3, "controllers": 3}})
+    dedicated = RunConfig.from_scenario({**CONFIG, "cluster": {"nodes": 3, "controllers": 3}})
     assert expected_unavailability({101, 102}, dedicated, (1, 2, 3)) == ("no-controller-quorum",)
     assert expected_unavailability({}, topo, (1, 2, 3), link_nodes=(2,), leader=1) == ()
     assert expected_unavailability({}, topo, (1, 2, 3), link_nodes=(2,), leader=2) == ("client-link-fault",)
 
 
 def test_timeouts_come_from_the_run_config_and_profiles() -> None:
-    fast = Timeouts.from_config(CONFIG)
+    fast = RunConfig.from_scenario(CONFIG).timeouts
     assert (fast.session_s, fast.replica_lag_s, fast.request_timeout_s) == (3.0, 5.0, 5.0)
-    defaults = Timeouts.from_config({**CONFIG, "kafka_settings": fast_test_settings(3, "kafka-defaults")})
+    defaults = RunConfig.from_scenario({**CONFIG, "kafka_settings": fast_test_settings(3, "kafka-defaults")}).timeouts
     assert (defaults.session_s, defaults.replica_lag_s) == (9.0, 30.0)
     assert "broker.session.timeout.ms" not in fast_test_settings(3, "kafka-defaults")
 
@@ -215,7 +216,7 @@ def test_the_kafka_defaults_profile_gives_the_client_its_own_timeouts_unless_the
         **{"cluster.timeouts": "kafka-defaults"}).workload.delivery_timeout_ms == 300000
     # what the run records (results.json's config) carries the values the clients used
     assert defaults.model_dump()["workload"]["request_timeout_ms"] == 30000
-    timeouts = Timeouts.from_config({**CONFIG, "workload": defaults.model_dump()["workload"]})
+    timeouts = RunConfig.from_scenario({**CONFIG, "workload": defaults.model_dump()["workload"]}).timeouts
     assert timeouts.request_timeout_s == 30.0
 
 

@@ -18,13 +18,12 @@ from kafka_chaos.faults.windows import FaultWindow, FaultWindows
 from kafka_chaos.harness.scenario import parse_scenario
 from kafka_chaos.reference_model.availability import (
     TimedFault,
-    Timeouts,
-    Topology,
     expected_unavailability,
     impaired_by,
     node_link_blocked,
     predict,
 )
+from kafka_chaos.reference_model.config import RunConfig
 from kafka_chaos.reference_model.verdicts import FaultSummary as VerdictFaults
 
 COMBINED = ([1, 2, 3], [1, 2, 3])
@@ -134,8 +133,8 @@ CONFIG: dict[str, Any] = {
 
 
 def test_the_availability_model_reads_link_faults_by_selector() -> None:
-    topo = Topology.from_config(CONFIG)
-    t = Timeouts.from_config(CONFIG)
+    topo = RunConfig.from_scenario(CONFIG)
+    t = RunConfig.from_scenario(CONFIG).timeouts
     replication = {"selector": "replication", "links": [[1, 2, "internal"]]}
     controller = {"selector": "controller"}
     quorum = {"selector": "quorum"}

@@ -6,7 +6,8 @@ import pytest
 
 from kafka_chaos.checker.tables import NemesisEvent
 from kafka_chaos.faults.windows import faults_from_history
-from kafka_chaos.reference_model.verdicts import FaultSummary, RunConfig, Verdict, judge, unclean_election_observed
+from kafka_chaos.reference_model.config import RunConfig
+from kafka_chaos.reference_model.verdicts import FaultSummary, Verdict, judge, unclean_election_observed
 
 SAFE = RunConfig(acks="all", idempotence=True, rf=3, min_insync=2)
 ACKS1 = RunConfig(acks="1", idempotence=False, rf=3, min_insync=2)
