@@ -42,3 +42,17 @@ def test_power_loss_campaign_crosses_versions_with_the_models_expectation() -> N
         assert by[(version, "one-power-loss")] == {"loss_possible": False, "writes_available": True}
         for fault_set in ("last-isr-power-loss", "all-power-loss"):
             assert (by[(version, fault_set)] or {}).get("loss_possible") is True
+
+
+def test_one_toml_writer_leaves_out_none_and_writes_string_keys(tmp_path: Path) -> None:
+    import tomllib
+
+    from kafka_chaos.harness.replay import write_scenario
+
+    data = {"name": "t", "run_id": None, "operations": [{"kind": "reassign", "replicas": {0: [1, 2], 1: [2, 3]},
+                                                         "nodes": None}], "cluster": {"racks": ("a", "b")}}
+    text = to_toml(data)
+    assert tomllib.loads(text) == {"name": "t", "operations": [{"kind": "reassign",
+                                                               "replicas": {"0": [1, 2], "1": [2, 3]}}],
+                                   "cluster": {"racks": ["a", "b"]}}
+    assert write_scenario(tmp_path / "s.toml", data).read_text() == text  # replay and shrink write the same
