@@ -31,6 +31,7 @@ from kafka_chaos.faults.kinds import (
     PartitionFault,
     PowerLossFault,
 )
+from kafka_chaos.faults.registry import KINDS
 from kafka_chaos.faults.schedule import PlannedFault
 from kafka_chaos.faults.targets import LiveCluster, TargetError, resolve
 
@@ -74,24 +75,25 @@ class Nemesis:
         return [replace(p, nodes=tuple(self.fired[i])) if i in self.fired else p for i, p in enumerate(self.plan)]
 
     def _fault(self, p: PlannedFault) -> Fault:
-        if p.kind == "power-loss":
+        info = KINDS.get(p.kind)
+        if info is None:
+            raise ValueError(f"unknown fault kind {p.kind!r}")
+        if info.effect == "power-loss":
             return PowerLossFault(self.cluster)
-        if p.kind == "disk-full":
+        if info.effect == "disk-full":
             return DiskFull(self.cluster, float(p.params.get("free_mb", 0.0)))
-        if p.kind in NODE_FAULTS:
+        if info.family == "process":
             return NodeFault(p.kind, self.cluster)
-        if p.kind == "partition":
+        if info.family == "network":
             return PartitionFault(self.cluster, p.shape, self.rng)
-        if p.kind in LINK_FAULTS:
+        if info.family == "client-link":
             if self.links is None:
                 raise RuntimeError(f"{p.kind} needs Toxiproxy (cluster.toxiproxy = true)")
             return LinkFault(p.kind, self.links, p.params)
-        if p.kind in NODE_LINK_FAULTS:
-            proxies = getattr(self.cluster, "link_proxies", None)
-            if proxies is None:
-                raise RuntimeError(f"{p.kind} needs proxies on the links between nodes (cluster.link_proxies = true)")
-            return NodeLinkFault(p.kind, proxies, p.params)
-        raise ValueError(f"unknown fault kind {p.kind!r}")
+        proxies = getattr(self.cluster, "link_proxies", None)
+        if proxies is None:
+            raise RuntimeError(f"{p.kind} needs proxies on the links between nodes (cluster.link_proxies = true)")
+        return NodeLinkFault(p.kind, proxies, p.params)
 
     def start(self) -> None:
         self._t0 = self.clock()
@@ -113,7 +115,7 @@ class Nemesis:
     def _start(self, i: int) -> bool:
         p = self.plan[i]
         self.recorder.record("nemesis", "invoke", p.kind, {"target": p.target, "shape": p.shape}
-                             if p.kind == "partition" else {"target": p.target})
+                             if KINDS[p.kind].family == "network" else {"target": p.target})
         try:
             brokers_only = (p.kind in NODE_FAULTS or p.kind in LINK_FAULTS
                             or (p.kind in NODE_LINK_FAULTS and p.params.get("links") == "replication"))
