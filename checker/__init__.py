@@ -9,7 +9,6 @@ extras=..., ...)` → Analysis. See docs/architecture.md §3–§4.
 """
 
 from kafka_chaos.checker.analysis import ANOMALY_NAMES, Analysis, analyse
-from kafka_chaos.checker.faults import FaultSummary, FaultWindow, faults_from_history
 from kafka_chaos.checker.run import check_run
 from kafka_chaos.checker.tables import (
     HistoryMeta,
@@ -21,12 +20,13 @@ from kafka_chaos.checker.tables import (
     write_tables,
 )
 from kafka_chaos.errors import HistoryError
+from kafka_chaos.faults.windows import FaultWindow, FaultWindows, faults_from_history
 
 __all__ = [
     "ANOMALY_NAMES",
     "Analysis",
-    "FaultSummary",
     "FaultWindow",
+    "FaultWindows",
     "HistoryError",
     "HistoryMeta",
     "HistoryTables",

@@ -38,10 +38,10 @@ from kafka_chaos.checker.anomalies.txn import (
     with_uncommitted_skips,
 )
 from kafka_chaos.checker.context import I64, Context, prepare
-from kafka_chaos.checker.faults import FaultSummary
 from kafka_chaos.checker.schema import ANOMALIES_BAD_BY_DEFAULT
 from kafka_chaos.checker.stats import run_stats
 from kafka_chaos.checker.verdicts import Judge, apply_verdicts, load_judge, verdict_inputs
+from kafka_chaos.faults.windows import FaultWindows
 
 if TYPE_CHECKING:
     from kafka_chaos.checker.tables import PollExtras
@@ -120,7 +120,7 @@ def analyse(
     *,
     subscribe_processes: frozenset[int] = frozenset(),
     config: Any = None,
-    faults: FaultSummary | Any = None,
+    faults: FaultWindows | Any = None,
     complete: bool = True,
     end_time: int | None = None,
     op_counts: dict[str, dict[str, int]] | None = None,
@@ -135,7 +135,7 @@ def analyse(
 
     `subscribe_processes`: consumers in subscribe mode (their poll-skips / nonmonotonic polls are allowed).
     `config`: the run's configuration, passed to the reference model's verdicts as is.
-    `faults`: the FaultSummary of the run (`faults_from_history`); an empty one if None.
+    `faults`: the FaultWindows of the run (`faults_from_history`); an empty one if None.
     `complete`, `end_time`, `op_counts`, `ok_poll_times`: what only the history knows (see HistoryMeta);
     without them, completeness is assumed and the statistics are derived from the tables alone.
     `state_samples`: the observer's samples (state.jsonl): with them, the verdicts know whether an unclean
@@ -154,7 +154,7 @@ def analyse(
                       drain_start=drain_start)
     stats["unseen_series"] = unseen_series(ctx, end_time=stats["duration_ns"])
     if faults is None:
-        faults = FaultSummary(windows=(), end_time=int(stats["duration_ns"]))
+        faults = FaultWindows(windows=(), end_time=int(stats["duration_ns"]))
     judge = judge or load_judge()
     v_config, v_faults = verdict_inputs(config, faults, state_samples)
     anomalies = {name: inst for name, inst in found.items() if inst}
@@ -184,13 +184,13 @@ def analyse(
 
 def check_conformance(
     state_samples: list[dict[str, Any]], sends: pa.Table, polls: pa.Table, config: Any,
-    faults: FaultSummary | None = None,
+    faults: FaultWindows | None = None,
 ) -> dict[str, list[dict[str, Any]]] | None:
     """`checker.conformance.conformance`: the observed partition states against the model's rules."""
     from kafka_chaos.checker.conformance import conformance
-    from kafka_chaos.reference_model.availability import Timeouts
+    from kafka_chaos.reference_model.config import RunConfig
 
-    lag_s = Timeouts.from_config(config if isinstance(config, dict) else None).replica_lag_s
+    lag_s = RunConfig.coerce(config if isinstance(config, dict) else None)[0].timeouts.replica_lag_s
     result: dict[str, list[dict[str, Any]]] = conformance(
         state_samples, sends, polls, config, faults=faults.windows if faults is not None else (),
         replica_lag_ns=int(lag_s * 1e9))

@@ -33,18 +33,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kafka_chaos.checker.context import dictionary_key_codes
-from kafka_chaos.checker.faults import FaultSummary, FaultWindow
+from kafka_chaos.faults.windows import FaultWindow, FaultWindows
 from kafka_chaos.reference_model.availability import (
     LINK_BLOCKING,
-    Fault,
-    Timeouts,
-    Topology,
+    TimedFault,
     baseline_s,
     expected_unavailability,
     impaired_by,
     node_link_blocked,
     predict,
 )
+from kafka_chaos.reference_model.config import RunConfig, Timeouts
 
 FINDING = "unavailable-longer-than-expected"
 NS = 1_000_000_000
@@ -274,7 +273,7 @@ class ClusterView:
         return found
 
 
-def judge_gap(gap: Gap, faults: FaultSummary, t: Timeouts, topo: Topology, view: ClusterView) -> dict[str, Any]:
+def judge_gap(gap: Gap, faults: FaultWindows, t: Timeouts, topo: RunConfig, view: ClusterView) -> dict[str, Any]:
     """The window's JSON: its faults, recovery times, prediction and finding (causes are added later)."""
     everyone = tuple(sorted(set(topo.brokers) | set(topo.controllers)))
     replicas = view.replicas.get(gap.key or "", topo.brokers)
@@ -297,7 +296,7 @@ def judge_gap(gap: Gap, faults: FaultSummary, t: Timeouts, topo: Topology, view:
     unbounded = False
     for w in near:
         selector = w.value.get("selector") if isinstance(w.value, dict) else None
-        f = Fault(w.f, w.nodes, w.start / NS, None if w.end is None else w.end / NS,
+        f = TimedFault(w.f, w.nodes, w.start / NS, None if w.end is None else w.end / NS,
                   selector if isinstance(selector, str) else None if selector is None else "pairs")
         at = view.before(w.start, gap.key)
         hit_leader = None if at is None or at[0] is None else at[0] in w.nodes
@@ -338,7 +337,7 @@ def judge_gap(gap: Gap, faults: FaultSummary, t: Timeouts, topo: Topology, view:
 def availability(
     sends: pa.Table,
     polls: pa.Table,
-    faults: FaultSummary,
+    faults: FaultWindows,
     *,
     config: Mapping[str, Any] | None = None,
     end_time: int | None = None,
@@ -348,8 +347,8 @@ def availability(
 ) -> dict[str, Any]:
     """`results["availability"]`: `{"share", "windows": [...], ...}` (see the module docstring)."""
     end = int(end_time if end_time is not None else faults.end_time)
-    t = Timeouts.from_config(config)
-    topo = Topology.from_config(config)
+    topo = RunConfig.coerce(config)[0]
+    t = topo.timeouts
     out: dict[str, Any] = {"share": 1.0, "share_whole_run": 1.0, "shares": {}, "span_s": 0.0, "min_gap_s": min_gap_s,
                            "windows": [], "findings": 0, "timeouts": t.__dict__,
                            "profile": ((config or {}).get("cluster") or {}).get("timeouts", "fast")}

@@ -33,7 +33,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from kafka_chaos.reference_model.verdicts import RunConfig
+from kafka_chaos.faults.registry import silencing
+from kafka_chaos.reference_model.config import RunConfig
 
 __all__ = ["CONFORMANCE_NAMES", "DEFAULT_STALENESS_NS", "conformance"]
 
@@ -45,8 +46,8 @@ CONFORMANCE_NAMES = (
     "follower-kept-in-isr",
     "follower-rejoined-while-cut",
 )
-CUTTING_LINK_FAULTS = frozenset({"link-cut", "link-timeout"})
-"""Faults that stop a link's data for their whole window (a flap or a reset lets fetches through between)."""
+CUTTING_LINK_FAULTS = silencing()
+"""Faults that stop a link's data for their whole window (faults.registry `silences`)."""
 DEFAULT_STALENESS_NS = 2_000_000_000
 """How long a broker's metadata may lag the controller's in normal operation (metadata propagation is
 milliseconds; this leaves a wide margin)."""
@@ -507,7 +508,7 @@ def conformance(
 
     `config` may be a `RunConfig`, a resolved scenario dict, or None (then Kafka's defaults: unclean
     election off, and the acks=all check is skipped because acks are unknown). `faults`: the run's fault
-    windows (checker.faults.FaultWindow); `replica_lag_ns`: the run's replica.lag.time.max.ms.
+    windows (faults.windows.FaultWindow); `replica_lag_ns`: the run's replica.lag.time.max.ms.
     """
     cfg, known = RunConfig.coerce(config)
     by_key = _clean(state_samples)

@@ -67,7 +67,8 @@ def verdict_inputs(
     """The configuration and fault summary in the reference model's own types, converted once per run
     rather than once per instance; the state samples tell it whether an unclean election happened.
     Anything it cannot read is passed on as is (its `judge` then explains, per instance)."""
-    from kafka_chaos.reference_model.verdicts import FaultSummary, RunConfig
+    from kafka_chaos.reference_model.config import RunConfig
+    from kafka_chaos.reference_model.verdicts import FaultSummary
 
     try:
         fs = FaultSummary.coerce(faults)

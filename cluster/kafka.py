@@ -279,7 +279,7 @@ class KafkaCluster:
         nothing else changes); returns it once the metadata shows it registered."""
         if self._network is None:
             raise ClusterError("the cluster is not started")
-        node_id = max(n.node_id for n in self.brokers) + 1  # dedicated controllers are 101+: no clash
+        node_id = max(n.node_id for n in self.brokers) + 1  # dedicated controllers start far above (node_ids)
         node = KafkaNode(self, node_id, "broker")
         self.nodes[node_id] = node
         self.was_reshaped = True

@@ -6,11 +6,10 @@ degrades what clients see of that broker and nothing else (replication and the q
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from toxiproxy import Toxiproxy
 
-LinkKind = Literal["latency", "bandwidth", "timeout", "reset_peer", "link-down"]
 TOXIC_NAME = "kafka-chaos"
 
 
@@ -32,28 +31,19 @@ class LinkFaults:
             raise LookupError(f"no Toxiproxy proxy for broker {broker_id}")
         return proxy
 
-    def apply(self, kind: LinkKind, broker_id: int, *, latency_ms: int = 500, jitter_ms: int = 0,
+    def apply(self, action: str, broker_id: int, *, latency_ms: int = 500, jitter_ms: int = 0,
               rate_kbps: int = 64, streams: tuple[str, ...] = ("downstream", "upstream")) -> dict[str, Any]:
-        """Start one link fault on a broker's client link; returns what was applied (for the history).
+        """Degrade a broker's client link: `action` is a Toxiproxy toxic type or `disable` (the proxy a fault
+        kind uses is the registry's, faults.registry); returns what was applied (for the history).
         `streams`: downstream is the broker's answers to clients, upstream the clients' requests."""
         proxy = self._proxy(broker_id)
-        if kind == "link-down":
+        if action == "disable":
             proxy.disable()
             return {"enabled": False}
-        attributes: dict[str, Any]
-        if kind == "latency":
-            attributes = {"latency": latency_ms, "jitter": jitter_ms}
-        elif kind == "bandwidth":
-            attributes = {"rate": rate_kbps}
-        elif kind == "timeout":
-            attributes = {"timeout": 0}  # a black hole: data is dropped and connections hang until healed
-        elif kind == "reset_peer":
-            attributes = {"timeout": 0}  # TCP RST at once
-        else:
-            raise ValueError(f"unknown link fault {kind!r}")
+        attributes = toxic_attributes(action, latency_ms=latency_ms, jitter_ms=jitter_ms, rate_kbps=rate_kbps)
         for stream in streams:
-            proxy.add_toxic(type=kind, stream=stream, name=f"{TOXIC_NAME}-{stream}", attributes=attributes)
-        return {"toxic": kind, **attributes}
+            proxy.add_toxic(type=action, stream=stream, name=f"{TOXIC_NAME}-{stream}", attributes=attributes)
+        return {"toxic": action, **attributes}
 
     def heal(self, broker_id: int) -> None:
         """Remove the toxics and re-enable the proxy. Toxiproxy removes a toxic from all of a proxy's links at
@@ -70,3 +60,16 @@ class LinkFaults:
 
     def heal_all(self) -> None:
         self._server.reset()
+
+
+def toxic_attributes(toxic: str, *, latency_ms: int = 500, jitter_ms: int = 0, rate_kbps: int = 64) -> dict[str, Any]:
+    """Toxiproxy's attributes for a toxic type, from the fault's parameters."""
+    if toxic == "latency":
+        return {"latency": latency_ms, "jitter": jitter_ms}
+    if toxic == "bandwidth":
+        return {"rate": rate_kbps}
+    if toxic in ("timeout", "reset_peer"):
+        return {"timeout": 0}  # timeout: a black hole, connections hang until healed; reset_peer: TCP RST at once
+    if toxic == "slicer":
+        return {"average_size": 64, "size_variation": 32, "delay": 10_000}  # bytes, bytes, µs
+    raise ValueError(f"unknown toxic {toxic!r}")

@@ -23,6 +23,7 @@ from testcontainers.core.network import Network
 
 from kafka_chaos.cluster import settings
 from kafka_chaos.cluster.images import TOXIPROXY_IMAGE
+from kafka_chaos.cluster.links import toxic_attributes
 from kafka_chaos.cluster.node import bind_loopback, free_port
 from kafka_chaos.cluster.waits import Wait
 from kafka_chaos.errors import ClusterError
@@ -178,23 +179,24 @@ class LinkProxies:
             raise ClusterError(f"no link proxies for node {link.source}")
         return server
 
-    def apply(self, kind: str, links: Iterable[Link], *, latency_ms: int = 500, jitter_ms: int = 0,
+    def apply(self, action: str, links: Iterable[Link], *, latency_ms: int = 500, jitter_ms: int = 0,
               rate_kbps: int = 64, period_ms: int = 1000) -> dict[str, Any]:
-        """Start one link fault (`link-*`, faults.registry) on every link; returns what was applied."""
+        """Degrade every link: `action` is a Toxiproxy toxic type, `disable` or `flap` (the one a `link-*` kind
+        uses is the registry's, faults.registry); returns what was applied."""
         links = list(links)
-        if kind == "link-cut":
+        if action == "disable":
             for link in links:
                 self._server(link).set_enabled(proxy_name(link), False)  # closes its connections, refuses new ones
             return {"enabled": False}
-        if kind == "link-flap":
+        if action == "flap":
             for link in links:
                 self._flap(link, period_ms / 1000)
             return {"period_ms": period_ms}
-        toxic, attributes = _toxic(kind, latency_ms=latency_ms, jitter_ms=jitter_ms, rate_kbps=rate_kbps)
+        attributes = toxic_attributes(action, latency_ms=latency_ms, jitter_ms=jitter_ms, rate_kbps=rate_kbps)
         for link in links:
             for stream in ("upstream", "downstream"):
-                self._server(link).add_toxic(proxy_name(link), f"{TOXIC}-{stream}", toxic, stream, attributes)
-        return {"toxic": toxic, **attributes}
+                self._server(link).add_toxic(proxy_name(link), f"{TOXIC}-{stream}", action, stream, attributes)
+        return {"toxic": action, **attributes}
 
     def heal(self, links: Iterable[Link]) -> None:
         for link in links:
@@ -235,17 +237,3 @@ class LinkProxies:
 
         threading.Thread(target=run, name=f"flap-{name}", daemon=True).start()
 
-
-def _toxic(kind: str, *, latency_ms: int, jitter_ms: int, rate_kbps: int) -> tuple[str, dict[str, Any]]:
-    """Toxiproxy's toxic (type and attributes) for a link fault kind."""
-    if kind == "link-latency":
-        return "latency", {"latency": latency_ms, "jitter": jitter_ms}
-    if kind == "link-bandwidth":
-        return "bandwidth", {"rate": rate_kbps}
-    if kind == "link-timeout":
-        return "timeout", {"timeout": 0}  # a black hole: data dropped, connections hang until healed
-    if kind == "link-reset":
-        return "reset_peer", {"timeout": 0}
-    if kind == "link-slicer":
-        return "slicer", {"average_size": 64, "size_variation": 32, "delay": 10_000}  # bytes, bytes, µs
-    raise ValueError(f"unknown link fault {kind!r}")

@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from kafka_chaos import node_ids, versions
 from kafka_chaos.cluster import settings
 from kafka_chaos.cluster.external import NodeControl
 from kafka_chaos.cluster.images import DEFAULT_KAFKA_VERSION, kafka_image
@@ -14,7 +15,7 @@ from kafka_chaos.cluster.images import DEFAULT_KAFKA_VERSION, kafka_image
 class ClusterSpec(BaseModel):
     """What to start. `nodes` are combined broker+controller nodes, or brokers when `controllers` > 0.
 
-    Node ids: combined nodes and brokers are 1..N; dedicated controllers 101..100+C.
+    Node ids: kafka_chaos.node_ids (combined nodes and brokers 1..N; dedicated controllers 101..100+C).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -56,16 +57,14 @@ class ClusterSpec(BaseModel):
 
     @model_validator(mode="after")
     def _elr_needs_4_0(self) -> ClusterSpec:
-        major_minor = tuple(int(p) for p in self.kafka_version.split(".")[:2] if p.isdigit())
-        if self.elr is not None and major_minor < (4, 0):
+        if self.elr is not None and not versions.at_least(self.kafka_version, versions.ELR_FEATURE_FROM):
             raise ValueError(f"elr: Kafka {self.kafka_version} has no eligible.leader.replicas feature (it came in "
                              "4.0); remove cluster.elr or use kafka_version 4.0.1 or later")
         return self
 
     @model_validator(mode="after")
     def _dynamic_quorum_needs_3_9(self) -> ClusterSpec:
-        major_minor = tuple(int(p) for p in self.kafka_version.split(".")[:2] if p.isdigit())
-        if self.dynamic_quorum and major_minor < (3, 9):
+        if self.dynamic_quorum and not versions.at_least(self.kafka_version, versions.DYNAMIC_QUORUM_FROM):
             raise ValueError(f"dynamic_quorum: Kafka {self.kafka_version} has no dynamic KRaft quorum (KIP-853 came "
                              "in 3.9, kraft.version 1); remove cluster.dynamic_quorum or use 3.9.1 or later")
         if self.dynamic_quorum and self.bootstrap_servers:
@@ -92,12 +91,10 @@ class ClusterSpec(BaseModel):
         return kafka_image(self.kafka_version, official=self.official_image)
 
     def broker_ids(self) -> list[int]:
-        return list(range(1, self.nodes + 1))
+        return list(node_ids.broker_ids(self.nodes))
 
     def controller_ids(self) -> list[int]:
-        if self.controllers:
-            return list(range(101, 101 + self.controllers))
-        return self.broker_ids()
+        return list(node_ids.controller_ids(self.nodes, self.controllers))
 
     def rack_of(self, broker_id: int) -> str | None:
         """Brokers take the racks in turn: racks = ["a", "b"] puts 1 and 3 in a, 2 in b."""

@@ -11,11 +11,11 @@ import random
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from kafka_chaos.cluster.links import LinkFaults, LinkKind
+from kafka_chaos.cluster.links import LinkFaults
 from kafka_chaos.faults.node_links import links_of
 from kafka_chaos.faults.partitions import Shape, grudge
 from kafka_chaos.faults.registry import KINDS
-from kafka_chaos.faults.targets import Cluster
+from kafka_chaos.faults.targets import LiveCluster
 
 NODE_FAULTS = tuple(k for k, info in KINDS.items() if info.family == "process")
 LINK_FAULTS = tuple(k for k, info in KINDS.items() if info.family == "client-link")
@@ -36,28 +36,30 @@ class NodeFault:
     """kill/restart (SIGKILL, then start with its data), stop/start (clean shutdown), pause/resume (freezer)."""
 
     name: str
-    cluster: Cluster
+    cluster: LiveCluster
 
     def start(self, nodes: list[int]) -> dict[str, Any]:
+        effect = KINDS[self.name].effect
         for n in nodes:
             node = self.cluster.nodes[n]
-            {"kill": node.kill, "stop": node.stop, "pause": node.pause}[self.name]()
+            {"crash": node.kill, "stop": node.stop, "freeze": node.pause}[str(effect)]()
         return {"nodes": nodes}
 
     def heal(self, nodes: list[int]) -> dict[str, Any]:
+        effect = KINDS[self.name].effect
         for n in nodes:
             node = self.cluster.nodes[n]
-            {"kill": node.start, "stop": node.start, "pause": node.resume}[self.name]()
+            {"crash": node.start, "stop": node.start, "freeze": node.resume}[str(effect)]()
         return {"nodes": nodes}
 
 
 @dataclass
-class PowerLoss:
+class PowerLossFault:
     """power-loss/power-on: every target node's processes die first (all at once, as when a rack loses power),
     then each disk loses its unsynced writes; power-on starts the nodes on what is left. The history value
     says what each node lost: per log segment, the offset after its last whole batch before and after."""
 
-    cluster: Cluster
+    cluster: LiveCluster
     name: str = "power-loss"
 
     def start(self, nodes: list[int]) -> dict[str, Any]:
@@ -100,7 +102,7 @@ class DiskFull:
     broker's next writes fail with ENOSPC (cluster.sized_disk); the heal deletes the ballast and starts the
     node if it stopped (a broker whose only log directory fails shuts down)."""
 
-    cluster: Cluster
+    cluster: LiveCluster
     free_mb: float = 0.0
     name: str = "disk-full"
 
@@ -123,7 +125,7 @@ class DiskFull:
 class PartitionFault:
     """iptables DROP between nodes per a grudge (see faults.partitions); heal flushes the rules."""
 
-    cluster: Cluster
+    cluster: LiveCluster
     shape: Shape
     rng: random.Random
     name: str = "partition"
@@ -146,7 +148,7 @@ class PartitionFault:
 class LinkFault:
     """A Toxiproxy toxic (or a disabled proxy) on the client links of the target brokers."""
 
-    name: LinkKind
+    name: str
     links: LinkFaults
     params: dict[str, Any]
     """LinkFaults.apply's keyword arguments (latency_ms, jitter_ms, rate_kbps)."""
@@ -154,7 +156,7 @@ class LinkFault:
     def start(self, nodes: list[int]) -> dict[str, Any]:
         applied: dict[str, Any] = {}
         for n in nodes:
-            applied = self.links.apply(self.name, n, **self.params)
+            applied = self.links.apply(_proxy_action(self.name), n, **self.params)
         return {"nodes": nodes, **applied}
 
     def heal(self, nodes: list[int]) -> dict[str, Any]:
@@ -180,7 +182,7 @@ class NodeLinkFault:
         direction = self.params.get("direction", "both")
         self._links = links_of(selector, nodes, self.proxies.brokers, self.proxies.controllers, direction)
         options = {k: v for k, v in self.params.items() if k in ("latency_ms", "jitter_ms", "rate_kbps", "period_ms")}
-        applied = self.proxies.apply(self.name, self._links, **options)
+        applied = self.proxies.apply(_proxy_action(self.name), self._links, **options)
         touched = nodes if selector in ("replication", "controller") else sorted(
             {n for link in self._links for n in (link.source, link.dest)})
         return {"nodes": touched, "selector": selector, "direction": direction,
@@ -192,3 +194,10 @@ class NodeLinkFault:
         else:  # the fault failed before it knew its links: undo every link fault
             self.proxies.heal_all()
         return {"nodes": nodes, "links": [link.as_list() for link in self._links]}
+
+
+def _proxy_action(kind: str) -> str:
+    action = KINDS[kind].proxy
+    if action is None:
+        raise ValueError(f"{kind!r} is not a link fault")
+    return action

@@ -29,10 +29,11 @@ from kafka_chaos.faults.kinds import (
     NodeFault,
     NodeLinkFault,
     PartitionFault,
-    PowerLoss,
+    PowerLossFault,
 )
+from kafka_chaos.faults.registry import KINDS
 from kafka_chaos.faults.schedule import PlannedFault
-from kafka_chaos.faults.targets import Cluster, TargetError, resolve
+from kafka_chaos.faults.targets import LiveCluster, TargetError, resolve
 
 if TYPE_CHECKING:  # types only: the nemesis never imports the harness at run time
     from kafka_chaos.harness.testmap import RunContext
@@ -50,7 +51,7 @@ class Recorder(Protocol):
 class Nemesis:
     def __init__(
         self,
-        cluster: Cluster,
+        cluster: LiveCluster,
         topic: str,
         plan: list[PlannedFault],
         recorder: Recorder,
@@ -74,24 +75,25 @@ class Nemesis:
         return [replace(p, nodes=tuple(self.fired[i])) if i in self.fired else p for i, p in enumerate(self.plan)]
 
     def _fault(self, p: PlannedFault) -> Fault:
-        if p.kind == "power-loss":
-            return PowerLoss(self.cluster)
-        if p.kind == "disk-full":
+        info = KINDS.get(p.kind)
+        if info is None:
+            raise ValueError(f"unknown fault kind {p.kind!r}")
+        if info.effect == "power-loss":
+            return PowerLossFault(self.cluster)
+        if info.effect == "disk-full":
             return DiskFull(self.cluster, float(p.params.get("free_mb", 0.0)))
-        if p.kind in NODE_FAULTS:
+        if info.family == "process":
             return NodeFault(p.kind, self.cluster)
-        if p.kind == "partition":
+        if info.family == "network":
             return PartitionFault(self.cluster, p.shape, self.rng)
-        if p.kind in LINK_FAULTS:
+        if info.family == "client-link":
             if self.links is None:
                 raise RuntimeError(f"{p.kind} needs Toxiproxy (cluster.toxiproxy = true)")
-            return LinkFault(p.kind, self.links, p.params)  # type: ignore[arg-type]  # narrowed by LINK_FAULTS
-        if p.kind in NODE_LINK_FAULTS:
-            proxies = getattr(self.cluster, "link_proxies", None)
-            if proxies is None:
-                raise RuntimeError(f"{p.kind} needs proxies on the links between nodes (cluster.link_proxies = true)")
-            return NodeLinkFault(p.kind, proxies, p.params)
-        raise ValueError(f"unknown fault kind {p.kind!r}")
+            return LinkFault(p.kind, self.links, p.params)
+        proxies = getattr(self.cluster, "link_proxies", None)
+        if proxies is None:
+            raise RuntimeError(f"{p.kind} needs proxies on the links between nodes (cluster.link_proxies = true)")
+        return NodeLinkFault(p.kind, proxies, p.params)
 
     def start(self) -> None:
         self._t0 = self.clock()
@@ -113,7 +115,7 @@ class Nemesis:
     def _start(self, i: int) -> bool:
         p = self.plan[i]
         self.recorder.record("nemesis", "invoke", p.kind, {"target": p.target, "shape": p.shape}
-                             if p.kind == "partition" else {"target": p.target})
+                             if KINDS[p.kind].family == "network" else {"target": p.target})
         try:
             brokers_only = (p.kind in NODE_FAULTS or p.kind in LINK_FAULTS
                             or (p.kind in NODE_LINK_FAULTS and p.params.get("links") == "replication"))

@@ -16,6 +16,11 @@ FaultKind = Literal["kill", "power-loss", "disk-full", "stop", "pause", "partiti
                     "link-slicer", "link-cut", "link-flap"]
 Family = Literal["process", "network", "client-link", "node-link", "operation"]
 Need = Literal["toxiproxy", "volatile-disks", "sized-disks", "link-proxies"]
+NodeEffect = Literal["crash", "power-loss", "disk-full", "stop", "freeze"]
+"""What a process kind does to its node: SIGKILL; SIGKILL and the unsynced writes lost; writes failing; a clean
+shutdown; frozen (the same JVM resumes, acting on a stale view)."""
+ProxyAction = Literal["latency", "bandwidth", "timeout", "reset_peer", "slicer", "disable", "flap"]
+"""What a link kind does to a Toxiproxy proxy: add that toxic, disable the proxy, or disable and enable it in turn."""
 
 
 @dataclass(frozen=True)
@@ -31,6 +36,23 @@ class FaultKindInfo:
     blocks: bool = False
     """Link kinds: the link carries nothing useful while it is on (cut, black-holed, reset, throttled to a
     trickle), rather than only slower; the availability model owes no progress across it."""
+    silences: bool = False
+    """Link kinds: no data crosses the link for the whole window (a flap or a reset lets fetches through
+    between): a follower cut so cannot have caught up while it lasted."""
+    effect: NodeEffect | None = None
+    """Process kinds: what it does to the node."""
+    proxy: ProxyAction | None = None
+    """Link kinds: what it does to each link's proxy."""
+
+    @property
+    def takes_down(self) -> bool:
+        """The node stops serving (killed, stopped, paused, out of disk): the model counts it down."""
+        return self.family == "process"
+
+    @property
+    def cuts_off(self) -> bool:
+        """Nodes lose their peers (a partition, links between nodes): the model counts them cut off."""
+        return self.family in ("network", "node-link")
 
     @property
     def brokers_only(self) -> bool:
@@ -38,46 +60,55 @@ class FaultKindInfo:
         return self.family == "client-link"
 
 
-def _link(name: str, description: str, colour: str, *, blocks: bool) -> FaultKindInfo:
+def _link(name: str, description: str, colour: str, *, blocks: bool, proxy: ProxyAction) -> FaultKindInfo:
     return FaultKindInfo(name, "heal-link", "client-link", description, colour, frozenset({"toxiproxy"}),
-                         blocks=blocks)
+                         blocks=blocks, proxy=proxy)
 
 
-def _node_link(name: str, description: str, colour: str, *, blocks: bool) -> FaultKindInfo:
+def _node_link(name: str, description: str, colour: str, *, blocks: bool, proxy: ProxyAction,
+               silences: bool = False) -> FaultKindInfo:
     return FaultKindInfo(name, "heal-links", "node-link", description, colour, frozenset({"link-proxies"}),
-                         blocks=blocks)
+                         blocks=blocks, silences=silences, proxy=proxy)
 
 
 KINDS: dict[str, FaultKindInfo] = {
     info.name: info
     for info in (
         FaultKindInfo("kill", "restart", "process", "SIGKILL; restarted later on the data it had", "#d62728",
-                      restarts=True),
+                      restarts=True, effect="crash"),
         FaultKindInfo("power-loss", "power-on", "process",
                       "SIGKILL, then every write not fsynced is lost (volatile disk); started later on what is left",
-                      "#4a0d0d", frozenset({"volatile-disks"}), restarts=True),
+                      "#4a0d0d", frozenset({"volatile-disks"}), restarts=True, effect="power-loss"),
         FaultKindInfo("disk-full", "disk-freed", "process",
                       "the node's data disk filled until free_mb is left: its writes fail (ENOSPC); freed and the "
-                      "node started again later", "#a55194", frozenset({"sized-disks"}), restarts=True),
+                      "node started again later", "#a55194", frozenset({"sized-disks"}), restarts=True,
+                      effect="disk-full"),
         FaultKindInfo("stop", "start", "process", "clean shutdown (SIGTERM); started later", "#ff7f0e",
-                      restarts=True),
-        FaultKindInfo("pause", "resume", "process", "every process frozen (cgroup freezer); resumed later", "#9467bd"),
+                      restarts=True, effect="stop"),
+        FaultKindInfo("pause", "resume", "process", "every process frozen (cgroup freezer); resumed later", "#9467bd",
+                      effect="freeze"),
         FaultKindInfo("partition", "heal", "network", "iptables DROP between nodes by a shape; rules flushed later",
                       "#1f77b4"),
-        _link("latency", "client link delayed (Toxiproxy latency)", "#bcbd22", blocks=False),
-        _link("bandwidth", "client link throttled (Toxiproxy bandwidth)", "#17becf", blocks=True),
-        _link("timeout", "client link black-holed: data dropped, connections hang", "#8c564b", blocks=True),
-        _link("reset_peer", "client connections reset (TCP RST)", "#e377c2", blocks=True),
-        _link("link-down", "client proxy disabled: connections refused", "#7f7f7f", blocks=True),
+        _link("latency", "client link delayed (Toxiproxy latency)", "#bcbd22", blocks=False, proxy="latency"),
+        _link("bandwidth", "client link throttled (Toxiproxy bandwidth)", "#17becf", blocks=True, proxy="bandwidth"),
+        _link("timeout", "client link black-holed: data dropped, connections hang", "#8c564b", blocks=True,
+              proxy="timeout"),
+        _link("reset_peer", "client connections reset (TCP RST)", "#e377c2", blocks=True, proxy="reset_peer"),
+        _link("link-down", "client proxy disabled: connections refused", "#7f7f7f", blocks=True, proxy="disable"),
         # links between nodes (faults.node_links selects which; cluster.node_links proxies each one)
-        _node_link("link-latency", "links between nodes delayed (latency ± jitter)", "#8c6d31", blocks=False),
-        _node_link("link-bandwidth", "links between nodes throttled", "#6b6ecf", blocks=False),
+        _node_link("link-latency", "links between nodes delayed (latency ± jitter)", "#8c6d31", blocks=False,
+                   proxy="latency"),
+        _node_link("link-bandwidth", "links between nodes throttled", "#6b6ecf", blocks=False, proxy="bandwidth"),
         _node_link("link-timeout", "links between nodes black-holed: data dropped, connections hang", "#843c39",
-                   blocks=True),
-        _node_link("link-reset", "connections between nodes reset (TCP RST)", "#d6616b", blocks=True),
-        _node_link("link-slicer", "data between nodes cut into small delayed slices", "#9c9ede", blocks=False),
-        _node_link("link-cut", "links between nodes down: connections closed and refused", "#393b79", blocks=True),
-        _node_link("link-flap", "links between nodes down and up every period_ms", "#637939", blocks=True),
+                   blocks=True, silences=True, proxy="timeout"),
+        _node_link("link-reset", "connections between nodes reset (TCP RST)", "#d6616b", blocks=True,
+                   proxy="reset_peer"),
+        _node_link("link-slicer", "data between nodes cut into small delayed slices", "#9c9ede", blocks=False,
+                   proxy="slicer"),
+        _node_link("link-cut", "links between nodes down: connections closed and refused", "#393b79", blocks=True,
+                   silences=True, proxy="disable"),
+        _node_link("link-flap", "links between nodes down and up every period_ms", "#637939", blocks=True,
+                   proxy="flap"),
     )
 }
 assert set(KINDS) == set(get_args(FaultKind)), "FaultKind and KINDS must name the same kinds"
@@ -114,6 +145,26 @@ def kinds_of(family: Family, *, restarts: bool | None = None, blocks: bool | Non
     """The kinds of a family, optionally only those that restart the node / block their link (or do not)."""
     return frozenset(k for k, info in KINDS.items() if info.family == family
                      and restarts in (None, info.restarts) and blocks in (None, info.blocks))
+
+
+def with_effect(*effects: NodeEffect) -> frozenset[str]:
+    """The process kinds that do one of these to their node."""
+    return frozenset(k for k, info in KINDS.items() if info.effect in effects)
+
+
+def taking_down() -> frozenset[str]:
+    """Kinds the model counts as nodes down."""
+    return frozenset(k for k, info in KINDS.items() if info.takes_down)
+
+
+def cutting_off() -> frozenset[str]:
+    """Kinds the model counts as nodes cut off from their peers."""
+    return frozenset(k for k, info in KINDS.items() if info.cuts_off)
+
+
+def silencing() -> frozenset[str]:
+    """Link kinds across which no data passes for their whole window."""
+    return frozenset(k for k, info in KINDS.items() if info.silences)
 
 
 def heal_of(kind: str) -> str:

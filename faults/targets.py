@@ -49,7 +49,7 @@ class LeaderInfo(Protocol):
     def isr(self) -> tuple[int, ...]: ...
 
 
-class Cluster(Protocol):
+class LiveCluster(Protocol):
     @property
     def nodes(self) -> Mapping[int, Node]: ...
 
@@ -69,7 +69,7 @@ def txn_workload_id(topic: str) -> str:
     return f"kafka-chaos-txn-{topic}-0"
 
 
-def txn_coordinator(cluster: Cluster, topic: str) -> int:
+def txn_coordinator(cluster: LiveCluster, topic: str) -> int:
     """The broker coordinating the workload's transactional.id, from metadata at the moment the fault fires."""
     finder = getattr(cluster, "txn_coordinator_id", None)
     if finder is None:
@@ -82,7 +82,7 @@ def txn_coordinator(cluster: Cluster, topic: str) -> int:
 # --- end txn-coordinator ---
 
 
-def resolve(target: Target, cluster: Cluster, topic: str, rng: random.Random, *, brokers_only: bool = False,
+def resolve(target: Target, cluster: LiveCluster, topic: str, rng: random.Random, *, brokers_only: bool = False,
             previous: list[int] | None = None) -> list[int]:
     """Node ids for `target`, now. `leader` is the leader of the topic's partition 0 (the first key) and
     `follower` one of its other replicas; `spare` a broker holding no replica of it (the one a reassignment to a

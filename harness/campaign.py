@@ -123,11 +123,11 @@ def predict(run: PlannedRun) -> dict[str, Any] | None:
     """The reference model's prediction for this run's configuration and fault set."""
     if run.model_fault_set is None:
         return None
+    from kafka_chaos.reference_model.config import RunConfig
     from kafka_chaos.reference_model.matrix import predict as model_predict
 
-    s = run.scenario
-    p = model_predict(s.workload.acks, s.topic.min_insync_replicas, s.topic.replication_factor,
-                      s.topic.unclean_leader_election, run.model_fault_set, elr=bool(s.cluster.elr))
+    cfg = RunConfig.from_scenario(run.scenario.model_dump())  # ELR: set, or the version's default
+    p = model_predict(cfg.acks, cfg.min_insync, cfg.rf, cfg.unclean, run.model_fault_set, elr=cfg.elr)
     return {"loss_possible": bool(p.loss_possible), "writes_available": bool(p.writes_available)}
 
 

@@ -12,11 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import tomli_w
-
 from kafka_chaos.errors import ScenarioError
 from kafka_chaos.faults.schedule import FaultsConfig, PlannedFault, plan
-from kafka_chaos.harness.scenario import Scenario, load_scenario, parse_scenario
+from kafka_chaos.harness.scenario import Scenario, load_scenario, parse_scenario, to_toml
 from kafka_chaos.rundir import RESOLVED_SCENARIO_FILE
 
 RESOLVED_NAME = RESOLVED_SCENARIO_FILE
@@ -37,7 +35,7 @@ _OWN_OPTIONS: dict[str, set[str]] = {"latency": {"latency_ms", "jitter_ms"}, "ba
 
 
 def write_scenario(path: Path, data: dict[str, Any]) -> Path:
-    path.write_text(tomli_w.dumps(data))
+    path.write_text(to_toml(data))
     return path
 
 

@@ -6,11 +6,11 @@ field, the bad value and what is allowed.
 
 from __future__ import annotations
 
-import re
 import tomllib
 from pathlib import Path
 from typing import Any
 
+import tomli_w
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from kafka_chaos.cluster.external import NodeControl
@@ -27,7 +27,7 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class TopicConfig(Strict):
+class TopicSpec(Strict):
     name: str = "chaos"
     partitions: int = Field(3, ge=1, le=64)
     replication_factor: int = Field(3, ge=1)
@@ -36,7 +36,7 @@ class TopicConfig(Strict):
     configs: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="after")
-    def _min_isr_fits(self) -> TopicConfig:
+    def _min_isr_fits(self) -> TopicSpec:
         if self.min_insync_replicas > self.replication_factor:
             raise ValueError(
                 f"min_insync_replicas ({self.min_insync_replicas}) cannot exceed replication_factor "
@@ -67,7 +67,7 @@ class Scenario(Strict):
     seed: int = 0
     duration_s: float = Field(30, gt=0, le=24 * 3600)
     cluster: ClusterSpec = Field(default_factory=lambda: ClusterSpec())
-    topic: TopicConfig = Field(default_factory=lambda: TopicConfig())
+    topic: TopicSpec = Field(default_factory=lambda: TopicSpec())
     workload: WorkloadConfig = Field(default_factory=lambda: WorkloadConfig())
     faults: FaultsConfig = Field(default_factory=lambda: FaultsConfig())
     operations: list[OperationSpec] = Field(default_factory=list)
@@ -210,35 +210,15 @@ def load_scenario(path: Path) -> Scenario:
 
 
 def to_toml(data: dict[str, Any]) -> str:
-    """Minimal TOML writer for the resolved scenario (tables of scalars, lists and nested tables)."""
-    def scalar(v: Any) -> str:
-        if isinstance(v, bool):
-            return "true" if v else "false"
-        if isinstance(v, int | float):
-            return repr(v)
-        if isinstance(v, str):
-            return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
-        if isinstance(v, list):
-            if v and all(isinstance(x, dict) for x in v):
-                return "[" + ", ".join(inline(x) for x in v) + "]"
-            return "[" + ", ".join(scalar(x) for x in v) + "]"
-        if isinstance(v, dict):
-            return inline(v)
-        raise TypeError(f"cannot write {type(v).__name__} to TOML")
+    """The one TOML writer for scenarios (a run's scenario.resolved.toml, replays, the shrinker's minimal.toml).
+    TOML holds no None (such values are left out) and only string keys (a reassignment's partition numbers
+    become "0", "1")."""
+    return tomli_w.dumps(_toml_ready(data))
 
-    def key(k: str | int) -> str:  # TOML keys are strings: a reassignment's partition numbers become "0", "1"
-        k = str(k)
-        return k if re.fullmatch(r"[A-Za-z0-9_-]+", k) else scalar(k)
 
-    def inline(d: dict[str, Any]) -> str:
-        return "{" + ", ".join(f"{key(k)} = {scalar(v)}" for k, v in d.items() if v is not None) + "}"
-
-    def table(prefix: str, d: dict[str, Any]) -> list[str]:
-        out = [f"{key(k)} = {scalar(v)}" for k, v in d.items() if v is not None and not isinstance(v, dict)]
-        for k, v in d.items():
-            if isinstance(v, dict):
-                name = f"{prefix}.{k}" if prefix else k
-                out += ["", f"[{name}]", *table(name, v)]
-        return out
-
-    return "\n".join(table("", data)) + "\n"
+def _toml_ready(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {str(k): _toml_ready(x) for k, x in v.items() if x is not None}
+    if isinstance(v, list | tuple):
+        return [_toml_ready(x) for x in v]
+    return v

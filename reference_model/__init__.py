@@ -7,17 +7,24 @@
 - `synthetic`: seeded synthetic histories in docs/architecture.md §3 format with the anomalies they contain.
 """
 
-from kafka_chaos.reference_model.matrix import MatrixRow, Prediction, durability_matrix, predict, render_matrix
+from kafka_chaos.reference_model.config import RunConfig
+from kafka_chaos.reference_model.matrix import (
+    DurabilityPrediction,
+    MatrixRow,
+    durability_matrix,
+    predict,
+    render_matrix,
+)
 from kafka_chaos.reference_model.model import Cluster, InvariantViolation, TopicConfig
 from kafka_chaos.reference_model.synthetic import synthetic_history
-from kafka_chaos.reference_model.verdicts import FaultSummary, RunConfig, Verdict, judge
+from kafka_chaos.reference_model.verdicts import FaultSummary, Verdict, judge
 
 __all__ = [
     "Cluster",
+    "DurabilityPrediction",
     "FaultSummary",
     "InvariantViolation",
     "MatrixRow",
-    "Prediction",
     "RunConfig",
     "TopicConfig",
     "Verdict",

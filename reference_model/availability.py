@@ -2,7 +2,7 @@
 
 The safety model (`reference_model.model`) says what may be lost; this module says how long a window with no
 successful send may last before it is more than Kafka's own timeouts explain. Every bound is a sum of the
-timeouts on Kafka's recovery path, read from the run's configuration (`Timeouts.from_config`), plus a slack
+timeouts on Kafka's recovery path, read from the run's configuration (`RunConfig.timeouts`), plus a slack
 for the host (`Timeouts.slack_s`: containers on a small machine are slower than the protocol):
 
 - **Detection.** A broker that stops heartbeating is fenced by the active controller once
@@ -53,30 +53,17 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from kafka_chaos.faults.registry import kinds_of
-
-# Kafka's own defaults (KafkaConfig / KRaftConfigs / QuorumConfig, Kafka 4.x), and librdkafka's client ones.
-KAFKA_DEFAULTS: dict[str, str] = {
-    "broker.session.timeout.ms": "9000",
-    "broker.heartbeat.interval.ms": "2000",
-    "replica.lag.time.max.ms": "30000",
-    "controller.quorum.fetch.timeout.ms": "2000",
-    "controller.quorum.election.timeout.ms": "1000",
-    "controller.quorum.election.backoff.max.ms": "1000",
-}
-CLIENT_DEFAULTS_MS = {
-    "request_timeout_ms": 30000,
-    "delivery_timeout_ms": 120000,
-    "retry_backoff_max_ms": 1000,
-    "reconnect_backoff_max_ms": 10000,
-    "metadata_refresh_ms": 1000,  # what workloads.producer sets (topic.metadata.refresh.interval.ms)
-}
+from kafka_chaos.faults.registry import kinds_of, taking_down, with_effect
+from kafka_chaos.reference_model.config import RunConfig, Timeouts
 
 ExpectedReason = Literal["no-controller-quorum", "below-min-insync", "no-live-isr-member", "client-link-fault",
                          "node-link-fault"]
-PROCESS_DOWN = kinds_of("process")
+PROCESS_DOWN = taking_down()
+STOPS = with_effect("stop")
 RESTARTS = kinds_of("process", restarts=True)  # pause is resumed: the same JVM, nothing to recover
+PARTITIONS = kinds_of("network")
 LINK_BLOCKING = kinds_of("client-link", blocks=True)
+LINK_SLOWING = kinds_of("client-link", blocks=False)
 # Links between nodes (faults.node_links): cutting ones stop the connections, slowing ones only delay them.
 NODE_LINK_CUTTING = kinds_of("node-link", blocks=True)
 NODE_LINK_SLOWING = kinds_of("node-link", blocks=False)
@@ -95,92 +82,7 @@ def node_link_blocked(kind: str, nodes: Collection[int], value: Any = None) -> s
 
 
 @dataclass(frozen=True)
-class Timeouts:
-    """The timeouts on the recovery path, in seconds."""
-
-    session_s: float = 9.0
-    heartbeat_s: float = 2.0
-    replica_lag_s: float = 30.0
-    fetch_timeout_s: float = 2.0
-    election_timeout_s: float = 1.0
-    election_backoff_s: float = 1.0
-    request_timeout_s: float = 30.0
-    delivery_timeout_s: float = 120.0
-    retry_backoff_s: float = 1.0
-    reconnect_backoff_s: float = 10.0
-    metadata_refresh_s: float = 1.0
-    startup_s: float = 30.0
-    """A restarted node's JVM start, log recovery and registration: a host allowance, not a Kafka setting."""
-    slack_s: float = 3.0
-    """The host's share: scheduling on two cores, container start, the heal's own duration."""
-
-    @classmethod
-    def from_config(cls, config: Mapping[str, Any] | None) -> Timeouts:
-        """From a run's resolved configuration (the history's run-start: `kafka_settings` and `workload`)."""
-        config = config or {}
-        ks = {**KAFKA_DEFAULTS, **{str(k): str(v) for k, v in (config.get("kafka_settings") or {}).items()}}
-        w = config.get("workload") or {}
-
-        def ms(name: str) -> float:
-            try:
-                return float(ks[name]) / 1000
-            except (KeyError, ValueError):
-                return float(KAFKA_DEFAULTS[name]) / 1000
-
-        def client(name: str) -> float:
-            v = w.get(name, CLIENT_DEFAULTS_MS[name]) if isinstance(w, Mapping) else CLIENT_DEFAULTS_MS[name]
-            return float(v) / 1000
-
-        return cls(
-            session_s=ms("broker.session.timeout.ms"),
-            heartbeat_s=ms("broker.heartbeat.interval.ms"),
-            replica_lag_s=ms("replica.lag.time.max.ms"),
-            fetch_timeout_s=ms("controller.quorum.fetch.timeout.ms"),
-            election_timeout_s=ms("controller.quorum.election.timeout.ms"),
-            election_backoff_s=ms("controller.quorum.election.backoff.max.ms"),
-            request_timeout_s=min(client("request_timeout_ms"), client("delivery_timeout_ms")),
-            delivery_timeout_s=client("delivery_timeout_ms"),
-            retry_backoff_s=CLIENT_DEFAULTS_MS["retry_backoff_max_ms"] / 1000,
-            reconnect_backoff_s=CLIENT_DEFAULTS_MS["reconnect_backoff_max_ms"] / 1000,
-            metadata_refresh_s=CLIENT_DEFAULTS_MS["metadata_refresh_ms"] / 1000,
-        )
-
-    @property
-    def failover_s(self) -> float:
-        """A new quorum leader after the old one went silent (KIP-595 fetch timeout, election, back-off;
-        doubled election for KIP-996's pre-vote round)."""
-        return self.fetch_timeout_s + 2 * self.election_timeout_s + self.election_backoff_s
-
-    @property
-    def client_s(self) -> float:
-        """A producer's way off a dead leader: the stuck request, a back-off, a metadata refresh."""
-        return self.request_timeout_s + self.retry_backoff_s + self.metadata_refresh_s
-
-
-@dataclass(frozen=True)
-class Topology:
-    """Who is who in the cluster, from the run's configuration."""
-
-    brokers: tuple[int, ...]
-    controllers: tuple[int, ...]
-    min_insync: int
-    acks: str
-
-    @classmethod
-    def from_config(cls, config: Mapping[str, Any] | None) -> Topology:
-        config = config or {}
-        c = config.get("cluster") or {}
-        nodes = int(c.get("nodes", 3))
-        n_controllers = int(c.get("controllers", 0))
-        brokers = tuple(range(1, nodes + 1))
-        controllers = tuple(range(101, 101 + n_controllers)) if n_controllers else brokers
-        topic = config.get("topic") or {}
-        workload = config.get("workload") or {}
-        return cls(brokers, controllers, int(topic.get("min_insync_replicas", 1)), str(workload.get("acks", "all")))
-
-
-@dataclass(frozen=True)
-class Fault:
+class TimedFault:
     """A fault as the model needs it: its kind, the nodes it cut off, and when (seconds since run start)."""
 
     kind: str
@@ -193,10 +95,10 @@ class Fault:
 
 
 @dataclass(frozen=True)
-class Prediction:
+class AvailabilityPrediction:
     """By when writes must be available again, for one fault: `deadline_s` (None: not within the run)."""
 
-    fault: Fault
+    fault: TimedFault
     after: Literal["start", "heal"]
     within_s: float
     deadline_s: float | None
@@ -213,7 +115,7 @@ def impaired_by(kind: str, nodes: Collection[int], value: Any = None, everyone: 
     if kind in NODE_LINK_CUTTING:
         selector = value.get("selector") if isinstance(value, Mapping) else None
         return set(nodes) if selector == "controller" else set()  # cut from the controller: fenced, like isolated
-    if kind == "partition":
+    if kind in PARTITIONS:
         grudge = value.get("grudge") if isinstance(value, Mapping) else None
         if isinstance(grudge, Mapping) and everyone:
             majority = len(everyone) // 2 + 1
@@ -224,7 +126,7 @@ def impaired_by(kind: str, nodes: Collection[int], value: Any = None, everyone: 
 
 
 def expected_unavailability(
-    impaired: Collection[int], topo: Topology, replicas: Collection[int], link_nodes: Collection[int] = (),
+    impaired: Collection[int], topo: RunConfig, replicas: Collection[int], link_nodes: Collection[int] = (),
     leader: int | None = None, node_link_nodes: Collection[int] = (),
 ) -> tuple[ExpectedReason, ...]:
     """Why writes to a partition with these replicas need not be available while `impaired` nodes are cut off
@@ -252,8 +154,8 @@ def quorum_lost(down: Collection[int], controllers: Collection[int]) -> bool:
     return alive < len(controllers) // 2 + 1
 
 
-def predict(fault: Fault, t: Timeouts, *, hit_leader: bool | None = None, hit_quorum_leader: bool | None = None,
-            expected: tuple[ExpectedReason, ...] = ()) -> Prediction:
+def predict(fault: TimedFault, t: Timeouts, *, hit_leader: bool | None = None, hit_quorum_leader: bool | None = None,
+            expected: tuple[ExpectedReason, ...] = ()) -> AvailabilityPrediction:
     """The deadline for writes after one fault. `hit_leader` / `hit_quorum_leader`: whether the fault cut off
     the partition's leader / the quorum leader (None: unknown, assumed so, the longer path). `expected`: the
     reasons writes need not be available while it lasts (`expected_unavailability`): the deadline then runs
@@ -268,15 +170,15 @@ def predict(fault: Fault, t: Timeouts, *, hit_leader: bool | None = None, hit_qu
         within = startup + t.failover_s + t.session_s + reconnect + t.client_s + t.slack_s
         deadline = None if fault.end_s is None else fault.end_s + within
         why = ", ".join(expected) or "client link cut: Kafka keeps the broker's leaderships"
-        return Prediction(fault, "heal", within, deadline, expected or ("client-link-fault",),
+        return AvailabilityPrediction(fault, "heal", within, deadline, expected or ("client-link-fault",),
                           f"writes need not be available until the heal ({why}); then within {within:.1f}s")
-    if kind == "stop":
+    if kind in STOPS:
         # controlled shutdown moves leaderships first (KIP-631 BrokerHeartbeatRequest wantShutDown); the
         # quorum leader resigns with EndQuorumEpoch (KIP-595), no fetch timeout
         detect = t.heartbeat_s + (t.election_timeout_s + t.election_backoff_s if controller else 0.0)
         within = detect + t.client_s + t.slack_s
         note = "controlled shutdown: leaderships move before the broker stops"
-    elif kind == "latency":
+    elif kind in LINK_SLOWING:
         within = t.client_s + t.slack_s
         note = "latency below request.timeout.ms slows sends; it does not stop them"
     elif kind in NODE_LINK_SLOWING:
@@ -294,7 +196,7 @@ def predict(fault: Fault, t: Timeouts, *, hit_leader: bool | None = None, hit_qu
         # fenced brokers lose their leaderships until they unfence (measured: ISR down to one member for 0.3 s).
         within = t.failover_s + t.heartbeat_s + t.client_s + t.slack_s
         deadline = None if fault.end_s is None else fault.end_s + within
-        return Prediction(fault, "heal", within, deadline, (),
+        return AvailabilityPrediction(fault, "heal", within, deadline, (),
                           "a quorum cut keeps leaders serving; after the heal the controller may commit fencing it "
                           f"decided during the cut, until the brokers unfence: within {within:.1f}s of the heal")
     elif kind in NODE_LINK_CUTTING:
@@ -302,11 +204,11 @@ def predict(fault: Fault, t: Timeouts, *, hit_leader: bool | None = None, hit_qu
         # replica.lag.time.max.ms, checked every half of it (Partition.maybeShrinkIsr)
         within = 1.5 * t.replica_lag_s + t.client_s + t.slack_s
         note = "a follower cut from its leader: acks=all waits until it leaves the ISR (1.5 × replica.lag.time.max.ms)"
-    elif kind in PROCESS_DOWN or kind == "partition":
+    elif kind in PROCESS_DOWN or kind in PARTITIONS:
         detect = t.session_s if leader else min(t.session_s, t.replica_lag_s)
         if hit_leader is None:
             detect = max(t.session_s, min(t.session_s, t.replica_lag_s))
-        zombie = t.request_timeout_s if kind == "partition" and leader else 0.0
+        zombie = t.request_timeout_s if kind in PARTITIONS and leader else 0.0
         within = max(detect, failover) + t.client_s + zombie + t.slack_s
         note = (f"{'leader' if leader else 'follower'} cut off: fenced after broker.session.timeout.ms"
                 + (", after a controller failover" if controller else "")
@@ -314,7 +216,7 @@ def predict(fault: Fault, t: Timeouts, *, hit_leader: bool | None = None, hit_qu
     else:
         within = t.client_s + t.slack_s
         note = f"{kind}: only the client's own retry path"
-    return Prediction(fault, "start", within, fault.start_s + within, (), note)
+    return AvailabilityPrediction(fault, "start", within, fault.start_s + within, (), note)
 
 
 def baseline_s(t: Timeouts) -> float:

@@ -23,13 +23,14 @@ from kafka_chaos.reference_model.explore import (
 )
 from kafka_chaos.reference_model.model import Acks, Event, TopicConfig
 
-__all__ = ["POWER_LOSS_FAULT_SETS", "MatrixRow", "Prediction", "durability_matrix", "predict", "render_matrix"]
+__all__ = ["POWER_LOSS_FAULT_SETS", "DurabilityPrediction", "MatrixRow", "durability_matrix", "predict",
+           "render_matrix"]
 
 ACKS: tuple[Acks, ...] = ("0", "1", "all")
 
 
 @dataclass(frozen=True, slots=True)
-class Prediction:
+class DurabilityPrediction:
     """The model's answer for one configuration under one fault set."""
 
     acks: Acks
@@ -106,7 +107,7 @@ def predict(
     elr: bool = False,
     lagging: bool = False,
     n_values: int = 1,
-) -> Prediction:
+) -> DurabilityPrediction:
     """The model's prediction for one configuration under one fault set (see
     :data:`reference_model.explore.FAULT_SETS` for the names; ``lagging`` lets healthy followers fall out of
     the ISR for being slow, as Kafka permits). Cached: the same question is explored once per process."""
@@ -127,7 +128,7 @@ def predict(
             witness = found.witness
         loss = loss or found.loss_possible
         clean = clean or found.clean_loss_possible
-    return Prediction(
+    return DurabilityPrediction(
         acks=acks,
         min_insync=min_insync,
         rf=rf,

@@ -42,6 +42,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kafka_chaos.reference_model.config import RunConfig
 from kafka_chaos.reference_model.explore import FaultScript, fault_scripts
 from kafka_chaos.reference_model.model import (
     CONTROLLER,
@@ -60,7 +61,6 @@ from kafka_chaos.reference_model.model import (
     Timeout,
     TopicConfig,
 )
-from kafka_chaos.reference_model.verdicts import RunConfig
 
 __all__ = ["ANOMALY_KEYS", "synthetic_history"]
 

@@ -32,19 +32,24 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from kafka_chaos.faults.registry import KINDS, kinds_of
+from kafka_chaos import versions
+from kafka_chaos.faults.registry import cutting_off, kinds_of, taking_down, with_effect
+from kafka_chaos.faults.windows import Step, faults_from_history
+from kafka_chaos.reference_model.config import RunConfig
 from kafka_chaos.reference_model.explore import duplicates_possible
-from kafka_chaos.reference_model.matrix import Prediction, predict
-from kafka_chaos.reference_model.model import Acks
+from kafka_chaos.reference_model.matrix import DurabilityPrediction, predict
 
 __all__ = ["FaultSummary", "RunConfig", "Verdict", "judge", "unclean_election_observed"]
 
-PROCESS_FAULTS = kinds_of("process")
-PROCESS_HEALS = {KINDS[kind].heal: kind for kind in PROCESS_FAULTS}
+PROCESS_FAULTS = taking_down()
 LINK_FAULTS = kinds_of("client-link")
 # Faults between nodes: a partition, or links between nodes cut or slowed (faults.node_links). For the model
 # both isolate nodes from their peers (a slowed follower may leave the ISR as an isolated one does).
-NETWORK_FAULTS = frozenset({"partition"}) | kinds_of("node-link")
+NETWORK_FAULTS = cutting_off()
+CRASHES = with_effect("crash")
+STOPS = with_effect("stop")
+FREEZES = with_effect("freeze")
+POWER_LOSSES = with_effect("power-loss")
 MODEL_MAX_RF = 3
 
 
@@ -60,138 +65,6 @@ def _permitted(reason: str) -> Verdict:
 
 def _violation(reason: str) -> Verdict:
     return Verdict("violation", reason)
-
-
-# ------------------------------------------------------------------------------------------ configuration
-
-
-def _section(d: Mapping[str, Any], name: str) -> Mapping[str, Any]:
-    value = d.get(name)
-    return value if isinstance(value, Mapping) else {}
-
-
-def _first(*candidates: Any) -> Any:
-    return next((c for c in candidates if c is not None), None)
-
-
-def _as_bool(value: Any, default: bool) -> bool:
-    if value is None:
-        return default
-    if isinstance(value, str):
-        return value.strip().lower() in ("true", "1", "yes", "on")
-    return bool(value)
-
-
-def _as_int(value: Any, default: int) -> int:
-    try:
-        return int(value) if value is not None else default
-    except (TypeError, ValueError):
-        return default
-
-
-def _version_at_least(version: str | None, major: int, minor: int) -> bool:
-    if not version:
-        return False
-    parts = []
-    for piece in version.split(".")[:2]:
-        digits = "".join(ch for ch in piece if ch.isdigit())
-        parts.append(int(digits) if digits else 0)
-    while len(parts) < 2:
-        parts.append(0)
-    return (parts[0], parts[1]) >= (major, minor)
-
-
-@dataclass(frozen=True, slots=True)
-class RunConfig:
-    """What the verdicts need to know about a run's configuration. Defaults are Kafka's own (producer
-    ``acks=all`` with idempotence since 3.0, retries until the delivery timeout, topic RF 1 from
-    ``default.replication.factor``, ``min.insync.replicas=1``, unclean election off, ELR off)."""
-
-    acks: Acks = "all"
-    idempotence: bool = True
-    retries: int | None = None
-    rf: int = 1
-    min_insync: int = 1
-    unclean: bool = False
-    elr: bool = False
-    kafka_version: str | None = None
-    request_timeout_ms: int = 30000
-    """The producer's request.timeout.ms (librdkafka's default 30 s)."""
-    flush_every_message: bool = False
-    """flush.messages=1 (topic) or log.flush.interval.messages=1 (broker): every append fsynced."""
-
-    @classmethod
-    def from_scenario(cls, d: Mapping[str, Any]) -> RunConfig:
-        """From a resolved scenario dict (``[topic] replication_factor, min_insync_replicas,
-        unclean_leader_election, configs``, ``[workload] acks, idempotence, retries, request_timeout_ms``, ``[cluster]
-        kafka_version, elr``, top-level ``kafka_settings``). Lenient: missing keys take Kafka's defaults,
-        and flat keys (``acks``, ``rf``, ``min_insync``…) are accepted too."""
-        topic, workload, cluster = _section(d, "topic"), _section(d, "workload"), _section(d, "cluster")
-        topic_configs = _section(topic, "configs")
-        settings = _section(d, "kafka_settings")
-        acks_raw = str(_first(workload.get("acks"), d.get("acks"), "all")).strip().lower()
-        acks: Acks = "all" if acks_raw in ("all", "-1") else "0" if acks_raw == "0" else "1"
-        # Kafka >= 3.2 turns idempotence on by default only where it is allowed (acks=all)
-        idempotence = _as_bool(_first(workload.get("idempotence"), d.get("idempotence")), acks == "all")
-        retries_raw = _first(workload.get("retries"), d.get("retries"))
-        kafka_version = _first(cluster.get("kafka_version"), d.get("kafka_version"))
-        elr_raw = _first(
-            cluster.get("elr"),
-            d.get("elr"),
-            settings.get("eligible.leader.replicas.version"),
-        )
-        if elr_raw is None:  # ELR is on by default for new clusters from Kafka 4.1
-            elr = _version_at_least(str(kafka_version) if kafka_version is not None else None, 4, 1)
-        else:
-            elr = _as_bool(elr_raw, False)
-        return cls(
-            acks=acks,
-            idempotence=idempotence,
-            retries=_as_int(retries_raw, 0) if retries_raw is not None else None,
-            rf=_as_int(_first(topic.get("replication_factor"), d.get("replication_factor"), d.get("rf")), 1),
-            min_insync=_as_int(
-                _first(
-                    topic.get("min_insync_replicas"),
-                    topic_configs.get("min.insync.replicas"),
-                    d.get("min_insync_replicas"),
-                    d.get("min_insync"),
-                    settings.get("min.insync.replicas"),
-                ),
-                1,
-            ),
-            unclean=_as_bool(
-                _first(
-                    topic.get("unclean_leader_election"),
-                    topic_configs.get("unclean.leader.election.enable"),
-                    d.get("unclean_leader_election"),
-                    d.get("unclean"),
-                    settings.get("unclean.leader.election.enable"),
-                ),
-                False,
-            ),
-            elr=elr,
-            kafka_version=str(kafka_version) if kafka_version is not None else None,
-            request_timeout_ms=_as_int(_first(workload.get("request_timeout_ms"), d.get("request_timeout_ms")), 30000),
-            flush_every_message=_as_int(_first(topic_configs.get("flush.messages"),
-                                               _section(cluster, "broker_overrides").get("log.flush.interval.messages"),
-                                               settings.get("log.flush.interval.messages")), 0) == 1,
-        )
-
-    @classmethod
-    def coerce(cls, config: Any) -> tuple[RunConfig, bool]:
-        """``config`` as a RunConfig, and whether it was known (None → Kafka's defaults, not known)."""
-        if isinstance(config, RunConfig):
-            return config, True
-        if config is None:
-            return cls(), False
-        if isinstance(config, Mapping):
-            return cls.from_scenario(config), True
-        dump = getattr(config, "model_dump", None)  # a pydantic Scenario
-        if callable(dump):
-            data = dump()
-            if isinstance(data, Mapping):
-                return cls.from_scenario(data), True
-        raise TypeError(f"cannot read a run configuration from {type(config).__name__}")
 
 
 # -------------------------------------------------------------------------------------------------- faults
@@ -219,15 +92,15 @@ class FaultSummary:
 
     @property
     def crashed(self) -> bool:
-        return "kill" in self.kinds
+        return bool(self.kinds & CRASHES)
 
     @property
     def stopped(self) -> bool:
-        return "stop" in self.kinds
+        return bool(self.kinds & STOPS)
 
     @property
     def paused(self) -> bool:
-        return "pause" in self.kinds
+        return bool(self.kinds & FREEZES)
 
     @property
     def partitioned(self) -> bool:
@@ -244,41 +117,14 @@ class FaultSummary:
 
     @classmethod
     def from_events(cls, events: Iterable[Mapping[str, Any]]) -> FaultSummary:
-        """From history events (only ``process == "nemesis"`` ones are read). A fault counts from its
-        ``info`` (when it took effect) or, if none followed, from its ``invoke``. A symbolic target
-        ``leader`` (from the invoke's value) marks the leader as affected; ``all`` too."""
-        effective: list[tuple[str, Mapping[str, Any], Any]] = []  # (f, value, symbolic target)
-        pending: tuple[str, Mapping[str, Any]] | None = None
-        for ev in events:
-            if ev.get("process") != "nemesis":
-                continue
-            f = str(ev.get("f", ""))
-            value = ev.get("value")
-            value = value if isinstance(value, Mapping) else {}
-            if ev.get("type") == "invoke":
-                if pending is not None:
-                    effective.append((pending[0], pending[1], pending[1].get("target")))
-                pending = (f, value)
-            else:
-                target = value.get("target")
-                if pending is not None and pending[0] == f:
-                    target = _first(target, pending[1].get("target"))
-                    value = value or pending[1]
-                elif pending is not None:
-                    effective.append((pending[0], pending[1], pending[1].get("target")))
-                effective.append((f, value, target))
-                pending = None
-        if pending is not None:
-            effective.append((pending[0], pending[1], pending[1].get("target")))
-
-        tracker = _Tracker()
-        for f, value, target in effective:
-            tracker.apply(f, _nodes(value), target, value.get("shape"))
-        return tracker.summary()
+        """From history rows (only ``process == "nemesis"`` ones are read), paired into fault windows as the
+        checker pairs them (faults.windows). A symbolic target ``leader`` or ``all`` (from the invoke's value)
+        marks the leader as affected."""
+        return cls.from_windows(faults_from_history(Step.from_rows(events)).windows)
 
     @classmethod
     def from_windows(cls, windows: Iterable[Any]) -> FaultSummary:
-        """From fault windows (``checker.faults.FaultWindow``: ``f``, ``nodes``, ``start``, ``end``,
+        """From fault windows (``faults.windows.FaultWindow``: ``f``, ``nodes``, ``start``, ``end``,
         ``value``), as the checker hands them over."""
         marks: list[tuple[int, int, Any]] = []
         for i, w in enumerate(windows):
@@ -291,7 +137,7 @@ class FaultSummary:
             value = w.value if isinstance(w.value, Mapping) else {}
             nodes = tuple(int(n) for n in (w.nodes or ()))
             if is_start:
-                tracker.apply(str(w.f), nodes, value.get("target"), value.get("shape"), window=i)
+                tracker.apply(str(w.f), nodes, value.get("target"), window=i)
             else:
                 tracker.end_window(i)
         return tracker.summary()
@@ -331,13 +177,8 @@ class _DictWindow:
                    d.get("value"))
 
 
-def _nodes(value: Mapping[str, Any]) -> tuple[int, ...]:
-    nodes = value.get("nodes")
-    return tuple(n for n in nodes if isinstance(n, int)) if isinstance(nodes, list | tuple) else ()
-
-
 class _Tracker:
-    """Replays faults and heals, keeping the maxima FaultSummary reports."""
+    """Replays fault windows opening and closing, keeping the maxima FaultSummary reports."""
 
     def __init__(self) -> None:
         self.kinds: set[str] = set()
@@ -349,20 +190,9 @@ class _Tracker:
         self.leader: bool | None = False
         self.unknown_extent = False  # a fault whose nodes were not recorded
 
-    def apply(
-        self, f: str, nodes: tuple[int, ...], target: Any, shape: Any, window: int | None = None
-    ) -> None:
-        heals = PROCESS_HEALS.get(f)
-        if heals is not None:
-            self.down[heals] -= set(nodes) if nodes else self.down[heals]
-        elif f == "heal":
-            self.cut.clear()
-        elif f == "heal-links":  # links between nodes healed on these nodes
-            self.cut -= set(nodes) if nodes else self.cut
-        elif f.startswith("heal"):
-            pass  # heal-link and friends: client links only
-        elif f in PROCESS_FAULTS or f in NETWORK_FAULTS:
-            self.kinds.add(f)
+    def apply(self, f: str, nodes: tuple[int, ...], target: Any, window: int) -> None:
+        self.kinds.add(f)
+        if f in PROCESS_FAULTS or f in NETWORK_FAULTS:
             if not nodes:
                 self.unknown_extent = True
             (self.down[f] if f in PROCESS_FAULTS else self.cut).update(nodes)
@@ -371,10 +201,7 @@ class _Tracker:
                 self.leader = True
             elif self.leader is False:
                 self.leader = None  # some node was hit; whether it led a given partition is unknown
-            if window is not None:
-                self.windows[window] = (f, nodes)
-        else:
-            self.kinds.add(f)
+            self.windows[window] = (f, nodes)
         self._measure()
 
     def end_window(self, window: int) -> None:
@@ -390,7 +217,7 @@ class _Tracker:
         down = set().union(*self.down.values())
         self.max_down = max(self.max_down, len(down))
         self.max_affected = max(self.max_affected, len(down | self.cut))
-        self.max_power_lost = max(self.max_power_lost, len(self.down.get("power-loss", ())))
+        self.max_power_lost = max(self.max_power_lost, len(set().union(*(self.down[k] for k in POWER_LOSSES))))
 
     def summary(self) -> FaultSummary:
         big = 10**6 if self.unknown_extent else 0  # unknown extent: assume it could reach every node
@@ -401,7 +228,7 @@ class _Tracker:
             distinct_down=max(len(self.ever), big),
             leader_affected=None if self.unknown_extent and self.leader is False else self.leader,
             nodes=frozenset(self.ever),
-            max_power_lost=max(self.max_power_lost, big if "power-loss" in self.kinds else 0),
+            max_power_lost=max(self.max_power_lost, big if self.kinds & POWER_LOSSES else 0),
         )
 
 
@@ -476,7 +303,7 @@ class _Loss:
 
     possible: bool
     clean: bool  # possible without an unclean election
-    prediction: Prediction | None
+    prediction: DurabilityPrediction | None
     fault_set: str | None
 
 
@@ -512,7 +339,7 @@ def _power_loss_permits(cfg: RunConfig, faults: FaultSummary) -> str | None:
       `useLastKnownLeaderInBalancedRecovery = true`), without asking whether it shut down cleanly.
     One power loss among live replicas takes nothing: the others hold the records and the node re-syncs.
     """
-    if cfg.flush_every_message or "power-loss" not in faults.kinds:
+    if cfg.flush_every_message or not faults.kinds & POWER_LOSSES:
         return None
     if faults.max_power_lost >= cfg.rf:
         return (
@@ -530,8 +357,9 @@ def _power_loss_permits(cfg: RunConfig, faults: FaultSummary) -> str | None:
                 "useLastKnownLeaderInBalancedRecovery = true: KIP-966's balanced recovery), whether or not it "
                 "lost unflushed data, and the other replicas truncate to its log"
             )
-        feature = ("eligible.leader.replicas.version=0" if _version_at_least(cfg.kafka_version, 4, 0)
-                   or cfg.kafka_version is None else f"Kafka {cfg.kafka_version} has no ELR feature; it came in 4.0")
+        feature = ("eligible.leader.replicas.version=0"
+                   if versions.at_least(cfg.kafka_version, versions.ELR_FEATURE_FROM) or cfg.kafka_version is None
+                   else f"Kafka {cfg.kafka_version} has no ELR feature; it came in 4.0")
         return (
             "the last in-sync replica lost power while every other replica was down; ELR off "
             f"({feature}): KRaft keeps the last member in the ISR, so it leads again on "
@@ -939,7 +767,7 @@ def judge(
     """Whether Kafka, configured as ``config``, permits this anomaly instance given the run's ``faults``.
 
     ``config`` may also be a resolved scenario dict (``RunConfig.from_scenario``) or None (Kafka's defaults,
-    noted in the reason); ``faults`` may also be ``checker.faults.FaultSummary`` (fault windows), a list of
+    noted in the reason); ``faults`` may also be ``faults.windows.FaultWindows``, a list of
     history events, or None (no faults).
     """
     cfg, known = RunConfig.coerce(config)

@@ -22,29 +22,20 @@ from kafka_chaos.report.data import (
     shown,
 )
 from kafka_chaos.report.timeline import instance_time
+from kafka_chaos.versions import elr_default
 
 KNOWN_FIELDS = ("key", "value", "values", "count", "offset", "offsets", "ops", "times", "verdict", "reason",
                 "name", "bad")
-ELR_DEFAULT_FROM = (4, 1)  # KIP-966: ELR is on by default for clusters created from Kafka 4.1
-
-
-def _version(v: Any) -> tuple[int, ...]:
-    try:
-        return tuple(int(x) for x in str(v).split(".")[:2])
-    except ValueError:
-        return ()
-
-
 def elr_label(cfg: dict[str, Any]) -> str:
     """The ELR feature as the cluster ran it: set explicitly, or the version's default (KIP-966)."""
     cluster = as_dict(cfg.get("cluster"))
     explicit = cluster.get("elr")
     if explicit is not None:
         return f"ELR {on_off(explicit)}"
-    version = _version(cluster.get("kafka_version"))
-    if not version:
+    default = elr_default(cluster.get("kafka_version"))
+    if default is None:
         return "ELR ?"
-    return f"ELR {'on' if version >= ELR_DEFAULT_FROM else 'off'} (Kafka {cluster.get('kafka_version')}'s default)"
+    return f"ELR {on_off(default)} (Kafka {cluster.get('kafka_version')}'s default)"
 
 
 def config_line(data: RunData) -> str:

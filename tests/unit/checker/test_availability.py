@@ -26,12 +26,13 @@ from kafka_chaos.checker.availability import (
     send_gaps,
     send_gaps_of,
 )
-from kafka_chaos.checker.faults import FaultSummary, FaultWindow
 from kafka_chaos.checker.schema import POLLS_SCHEMA, SENDS_SCHEMA
 from kafka_chaos.cluster.settings import fast_test_settings
 from kafka_chaos.errors import ScenarioError
+from kafka_chaos.faults.windows import FaultWindow, FaultWindows
 from kafka_chaos.harness.scenario import parse_scenario
-from kafka_chaos.reference_model.availability import Timeouts, Topology, expected_unavailability
+from kafka_chaos.reference_model.availability import expected_unavailability
+from kafka_chaos.reference_model.config import RunConfig
 
 S = 1_000_000_000
 CONFIG: dict[str, Any] = {
@@ -83,7 +84,7 @@ def fault(f: str, nodes: tuple[int, ...], start: float, end: float | None, heal:
 def test_steady_sends_have_no_window() -> None:
     t = sends(*steady(K, 0, 10), *steady(K1, 0, 10))
     assert send_gaps(t, end_time=11 * S) == []
-    a = availability(t, polls(), FaultSummary((), 11 * S), config=CONFIG)
+    a = availability(t, polls(), FaultWindows((), 11 * S), config=CONFIG)
     assert a["share"] == 1.0 and a["windows"] == []
 
 
@@ -124,7 +125,7 @@ def test_poll_window_needs_data_waiting() -> None:
 def test_kill_window_within_prediction_lists_the_fault_and_recovery_times() -> None:
     t = sends(*steady(K, 0, 4), (K, 4.05, 8.0, "ok"), *steady(K, 8.1, 20))
     kill = fault("kill", (2,), 4.0, 12.0)
-    a = availability(t, polls(), FaultSummary((kill,), 21 * S), config=CONFIG)
+    a = availability(t, polls(), FaultWindows((kill,), 21 * S), config=CONFIG)
     (w,) = [w for w in a["windows"] if w["key"] == K]
     assert w["faults"] == ["kill [2] 4.0s–12.0s"]
     assert w["predicted_s"] is not None and w["duration_s"] <= w["predicted_s"]
@@ -137,7 +138,7 @@ def test_kill_window_within_prediction_lists_the_fault_and_recovery_times() -> N
 def test_a_window_longer_than_predicted_is_a_finding_not_a_violation() -> None:
     t = sends(*steady(K, 0, 4), (K, 4.05, 30.0, "ok"), *steady(K, 30.1, 40))
     kill = fault("kill", (2,), 4.0, 10.0)
-    a = availability(t, polls(), FaultSummary((kill,), 41 * S), config=CONFIG)
+    a = availability(t, polls(), FaultWindows((kill,), 41 * S), config=CONFIG)
     (w,) = [w for w in a["windows"] if w["key"] == K]
     assert w["finding"] == FINDING and w["duration_s"] > w["predicted_s"]
     assert a["findings"] == 2  # the key's window and the whole run's
@@ -149,7 +150,7 @@ def test_a_window_longer_than_predicted_is_a_finding_not_a_violation() -> None:
 def test_two_overlapping_faults_and_quorum_loss_is_expected() -> None:
     t = sends(*steady(K, 0, 4), (K, 4.05, 30.0, "ok"), *steady(K, 30.1, 40))
     kills = (fault("kill", (1,), 4.0, 12.0), fault("kill", (3,), 5.0, 12.0))
-    a = availability(t, polls(), FaultSummary(kills, 41 * S), config=CONFIG)
+    a = availability(t, polls(), FaultWindows(kills, 41 * S), config=CONFIG)
     (w,) = [w for w in a["windows"] if w["key"] == K]
     assert len(w["faults"]) == 2
     assert {"no-controller-quorum", "below-min-insync"} <= set(w["expected"])
@@ -162,7 +163,7 @@ def test_recovery_after_a_quorum_loss_heal_is_bounded_from_the_heal() -> None:
     t = sends(*steady(K, 0, 4), (K, 4.05, 4.5, "ok"), *steady(K, 4.6, 12), (K, 12.05, 30.0, "ok"),
               *steady(K, 30.1, 40))
     kill = fault("kill", (1, 2), 8.0, 11.0)  # the window below starts after the heal
-    a = availability(t, polls(), FaultSummary((kill,), 41 * S), config=CONFIG)
+    a = availability(t, polls(), FaultWindows((kill,), 41 * S), config=CONFIG)
     (w,) = [w for w in a["windows"] if w["key"] == K]
     assert w["start_s"] > 11.0 and w["expected"] == []
     assert w["fault_details"][0]["predicted_after"] == "heal" and w["finding"] is None
@@ -172,31 +173,31 @@ def test_a_kill_healed_before_a_later_isolation_does_not_make_it_a_quorum_loss()
     # the demo's shape: a kill of node 2 healed at 21 s, then node 3 isolated at 28.7 s; a window at 28.1 s
     t = sends(*steady(K, 0, 28), (K, 28.1, 31.0, "ok"), *steady(K, 31.1, 50))
     faults = (fault("kill", (2,), 13.1, 21.0), fault("partition", (3,), 28.7, 36.6, heal="heal"))
-    a = availability(t, polls(), FaultSummary(faults, 51 * S), config=CONFIG)
+    a = availability(t, polls(), FaultWindows(faults, 51 * S), config=CONFIG)
     (w,) = [w for w in a["windows"] if w["key"] == K]
     assert w["expected"] == []
     kill, partition = w["fault_details"]
     assert kill["predicted_after"] == "start", "alone, one dead broker of three never blocked writes"
     assert partition["predicted_after"] == "start"
-    alone = availability(t, polls(), FaultSummary(faults[1:], 51 * S), config=CONFIG)
+    alone = availability(t, polls(), FaultWindows(faults[1:], 51 * S), config=CONFIG)
     (w_alone,) = [w for w in alone["windows"] if w["key"] == K]
     assert w["predicted_s"] == w_alone["predicted_s"], "the healed kill does not loosen the isolation's bound"
 
 
 def test_expected_reasons() -> None:
-    topo = Topology.from_config(CONFIG)
+    topo = RunConfig.from_scenario(CONFIG)
     assert expected_unavailability({2}, topo, (1, 2, 3)) == ()
     assert expected_unavailability({1, 2, 3}, topo, (1, 2, 3)) == ("no-controller-quorum", "no-live-isr-member")
-    dedicated = Topology.from_config({**CONFIG, "cluster": {"nodes": 3, "controllers": 3}})
+    dedicated = RunConfig.from_scenario({**CONFIG, "cluster": {"nodes": 3, "controllers": 3}})
     assert expected_unavailability({101, 102}, dedicated, (1, 2, 3)) == ("no-controller-quorum",)
     assert expected_unavailability({}, topo, (1, 2, 3), link_nodes=(2,), leader=1) == ()
     assert expected_unavailability({}, topo, (1, 2, 3), link_nodes=(2,), leader=2) == ("client-link-fault",)
 
 
 def test_timeouts_come_from_the_run_config_and_profiles() -> None:
-    fast = Timeouts.from_config(CONFIG)
+    fast = RunConfig.from_scenario(CONFIG).timeouts
     assert (fast.session_s, fast.replica_lag_s, fast.request_timeout_s) == (3.0, 5.0, 5.0)
-    defaults = Timeouts.from_config({**CONFIG, "kafka_settings": fast_test_settings(3, "kafka-defaults")})
+    defaults = RunConfig.from_scenario({**CONFIG, "kafka_settings": fast_test_settings(3, "kafka-defaults")}).timeouts
     assert (defaults.session_s, defaults.replica_lag_s) == (9.0, 30.0)
     assert "broker.session.timeout.ms" not in fast_test_settings(3, "kafka-defaults")
 
@@ -215,7 +216,7 @@ def test_the_kafka_defaults_profile_gives_the_client_its_own_timeouts_unless_the
         **{"cluster.timeouts": "kafka-defaults"}).workload.delivery_timeout_ms == 300000
     # what the run records (results.json's config) carries the values the clients used
     assert defaults.model_dump()["workload"]["request_timeout_ms"] == 30000
-    timeouts = Timeouts.from_config({**CONFIG, "workload": defaults.model_dump()["workload"]})
+    timeouts = RunConfig.from_scenario({**CONFIG, "workload": defaults.model_dump()["workload"]}).timeouts
     assert timeouts.request_timeout_s == 30.0
 
 

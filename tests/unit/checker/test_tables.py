@@ -15,9 +15,9 @@ from checker_histories import K1, History, K
 import kafka_chaos.checker.analysis
 import kafka_chaos.checker.verdicts
 from kafka_chaos.checker import HistoryError, check_run, history_to_tables, read_tables
-from kafka_chaos.checker.faults import faults_from_history
 from kafka_chaos.checker.schema import POLLS_SCHEMA, SENDS_SCHEMA
 from kafka_chaos.checker.tables import parse_history
+from kafka_chaos.faults.windows import faults_from_history
 
 
 @pytest.fixture(autouse=True)

@@ -13,6 +13,7 @@ import pytest
 
 from kafka_chaos.errors import ScenarioError
 from kafka_chaos.faults import FaultsConfig, grudge, plan, resolve
+from kafka_chaos.faults.kinds import NodeLinkFault
 from kafka_chaos.faults.registry import KINDS
 from kafka_chaos.faults.targets import TargetError
 from kafka_chaos.harness.scenario import parse_scenario
@@ -231,3 +232,39 @@ def test_the_availability_model_reads_what_each_kind_does_from_the_registry() ->
     assert client_blocking == {"timeout", "link-down", "reset_peer", "bandwidth"}
     assert cutting == {"link-cut", "link-timeout", "link-reset", "link-flap"}
     assert slowing == {k for k, info in KINDS.items() if info.family == "node-link"} - cutting
+
+
+def test_what_each_kind_does_is_the_registrys_and_every_reader_takes_it_from_there() -> None:
+    from kafka_chaos.checker.conformance import CUTTING_LINK_FAULTS
+    from kafka_chaos.reference_model import availability, verdicts
+
+    effects = {k: info.effect for k, info in KINDS.items() if info.family == "process"}
+    assert effects == {"kill": "crash", "power-loss": "power-loss", "disk-full": "disk-full", "stop": "stop",
+                       "pause": "freeze"}
+    assert all(info.effect is None for info in KINDS.values() if info.family != "process")
+    # every link kind names what it does to a proxy; no other kind does
+    assert {k for k, info in KINDS.items() if info.proxy} == {
+        k for k, info in KINDS.items() if info.family in ("client-link", "node-link")}
+    assert KINDS["link-cut"].proxy == "disable" and KINDS["link-down"].proxy == "disable"
+    assert {"link-cut", "link-timeout"} == CUTTING_LINK_FAULTS  # a flap or a reset lets fetches through
+    assert {"partition"} | {k for k in KINDS if k.startswith("link-") and k != "link-down"} == verdicts.NETWORK_FAULTS
+    assert verdicts.PROCESS_FAULTS == availability.PROCESS_DOWN
+    assert {"kill"} == verdicts.CRASHES and {"pause"} == verdicts.FREEZES and {"power-loss"} == verdicts.POWER_LOSSES
+    assert {"stop"} == availability.STOPS and {"latency"} == availability.LINK_SLOWING
+
+
+def test_a_link_kind_reaches_its_proxy_as_the_registry_says() -> None:
+    class Proxies:
+        brokers, controllers = [1, 2, 3], [1, 2, 3]
+
+        def __init__(self) -> None:
+            self.actions: list[str] = []
+
+        def apply(self, action: str, links: Any, **_: Any) -> dict[str, Any]:
+            self.actions.append(action)
+            return {}
+
+    proxies = Proxies()
+    for kind in ("link-cut", "link-flap", "link-reset", "link-slicer"):
+        NodeLinkFault(kind, proxies, {}).start([1])
+    assert proxies.actions == ["disable", "flap", "reset_peer", "slicer"]

@@ -8,23 +8,22 @@ from typing import Any
 import pytest
 
 from kafka_chaos.checker.availability import availability
-from kafka_chaos.checker.faults import FaultSummary, FaultWindow
 from kafka_chaos.cluster.node_links import Link, LinkProxies, proxy_name
 from kafka_chaos.cluster.spec import ClusterSpec
 from kafka_chaos.errors import ScenarioError
 from kafka_chaos.faults.node_links import LinkSelectorError, links_of
 from kafka_chaos.faults.registry import KINDS, heal_of
 from kafka_chaos.faults.schedule import plan
+from kafka_chaos.faults.windows import FaultWindow, FaultWindows
 from kafka_chaos.harness.scenario import parse_scenario
 from kafka_chaos.reference_model.availability import (
-    Fault,
-    Timeouts,
-    Topology,
+    TimedFault,
     expected_unavailability,
     impaired_by,
     node_link_blocked,
     predict,
 )
+from kafka_chaos.reference_model.config import RunConfig
 from kafka_chaos.reference_model.verdicts import FaultSummary as VerdictFaults
 
 COMBINED = ([1, 2, 3], [1, 2, 3])
@@ -134,8 +133,8 @@ CONFIG: dict[str, Any] = {
 
 
 def test_the_availability_model_reads_link_faults_by_selector() -> None:
-    topo = Topology.from_config(CONFIG)
-    t = Timeouts.from_config(CONFIG)
+    topo = RunConfig.from_scenario(CONFIG)
+    t = RunConfig.from_scenario(CONFIG).timeouts
     replication = {"selector": "replication", "links": [[1, 2, "internal"]]}
     controller = {"selector": "controller"}
     quorum = {"selector": "quorum"}
@@ -148,13 +147,13 @@ def test_the_availability_model_reads_link_faults_by_selector() -> None:
     assert impaired_by("link-timeout", (1, 2, 3), quorum) == set()
     # slowing links never block: a bound from the start, through replica.lag.time.max.ms
     assert node_link_blocked("link-bandwidth", (1,), replication) == set()
-    slow = predict(Fault("link-bandwidth", (3,), 10.0, 20.0, "replication"), t)
+    slow = predict(TimedFault("link-bandwidth", (3,), 10.0, 20.0, "replication"), t)
     assert slow.after == "start" and slow.within_s >= t.replica_lag_s
-    after_quorum = predict(Fault("link-cut", (1, 2, 3), 10.0, 20.0, "quorum"), t)
+    after_quorum = predict(TimedFault("link-cut", (1, 2, 3), 10.0, 20.0, "quorum"), t)
     assert after_quorum.after == "heal" and after_quorum.expected == () and after_quorum.deadline_s is not None
-    follower_cut = predict(Fault("link-cut", (3,), 10.0, 20.0, "replication"), t, hit_leader=False)
+    follower_cut = predict(TimedFault("link-cut", (3,), 10.0, 20.0, "replication"), t, hit_leader=False)
     assert follower_cut.after == "start" and follower_cut.within_s >= 1.5 * t.replica_lag_s
-    fenced = predict(Fault("link-cut", (1,), 10.0, 20.0, "controller"), t, hit_leader=True)
+    fenced = predict(TimedFault("link-cut", (1,), 10.0, 20.0, "controller"), t, hit_leader=True)
     assert fenced.after == "start" and fenced.within_s >= t.session_s + t.request_timeout_s
 
 
@@ -175,7 +174,7 @@ def test_a_window_while_the_leaders_replication_links_are_cut_is_expected_not_a_
     polls = pa.table({n: [] for n in POLLS_SCHEMA.names}, schema=POLLS_SCHEMA)
     cut = FaultWindow("link-cut", {"nodes": [1], "selector": "replication"}, (1,), 4 * s, 25 * s, "heal-links", 0)
     samples = [{"time": 1 * s, "key": "k/0", "leader": 1, "replicas": [1, 2, 3], "isr": [1, 2, 3], "controller": 2}]
-    a = availability(sends, polls, FaultSummary((cut,), 36 * s), config=CONFIG, state_samples=samples)
+    a = availability(sends, polls, FaultWindows((cut,), 36 * s), config=CONFIG, state_samples=samples)
     (w,) = [w for w in a["windows"] if w["key"] == "k/0"]
     assert w["expected"] == ["node-link-fault"] and w["finding"] is None
 

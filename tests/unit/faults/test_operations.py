@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from kafka_chaos.checker.faults import faults_from_history
 from kafka_chaos.checker.tables import history_to_tables
 from kafka_chaos.errors import ScenarioError
 from kafka_chaos.faults.operations import OPERATOR, OperationRunner, OperationSpec
+from kafka_chaos.faults.windows import faults_from_history
 from kafka_chaos.harness.scenario import parse_scenario
 from kafka_chaos.history import History
 

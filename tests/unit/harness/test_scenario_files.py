@@ -62,3 +62,15 @@ def test_the_external_example_names_a_command_for_each_action_its_faults_need() 
     with pytest.raises(ScenarioError, match="not possible on an external cluster"):  # the file is not lenient
         parse_scenario({**tomllib.loads((SCENARIOS / "external-cluster.toml").read_text()),
                         "faults": {"schedule": [{"kind": "partition"}]}})
+
+
+def test_one_toml_writer_leaves_out_none_and_writes_string_keys(tmp_path: Path) -> None:
+    from kafka_chaos.harness.replay import write_scenario
+
+    data = {"name": "t", "run_id": None, "operations": [{"kind": "reassign", "replicas": {0: [1, 2], 1: [2, 3]},
+                                                         "nodes": None}], "cluster": {"racks": ("a", "b")}}
+    text = to_toml(data)
+    assert tomllib.loads(text) == {"name": "t", "operations": [{"kind": "reassign",
+                                                               "replicas": {"0": [1, 2], "1": [2, 3]}}],
+                                   "cluster": {"racks": ["a", "b"]}}
+    assert write_scenario(tmp_path / "s.toml", data).read_text() == text  # replay and shrink write the same

@@ -6,7 +6,7 @@ import pyarrow as pa
 
 from kafka_chaos.checker.conformance import CONFORMANCE_NAMES, conformance
 from kafka_chaos.checker.schema import POLLS_SCHEMA, SENDS_SCHEMA
-from kafka_chaos.reference_model.verdicts import RunConfig
+from kafka_chaos.reference_model.config import RunConfig
 
 S = 1_000_000_000  # one second in ns
 KEY = "chaos/0"

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from kafka_chaos.reference_model.verdicts import FaultSummary, RunConfig, judge
+from kafka_chaos.reference_model.config import RunConfig
+from kafka_chaos.reference_model.verdicts import FaultSummary, judge
 
 SAFE = RunConfig(acks="all", idempotence=True, rf=3, min_insync=2)
 

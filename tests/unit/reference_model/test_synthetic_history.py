@@ -9,9 +9,9 @@ from collections import defaultdict
 import pytest
 
 from kafka_chaos.checker import check_run
+from kafka_chaos.reference_model.config import RunConfig
 from kafka_chaos.reference_model.model import Event, Kill, Pause
 from kafka_chaos.reference_model.synthetic import ANOMALY_KEYS, synthetic_history
-from kafka_chaos.reference_model.verdicts import RunConfig
 
 CONFIGS = [
     (RunConfig(acks="1", idempotence=False, rf=3, min_insync=2), "leader-down"),

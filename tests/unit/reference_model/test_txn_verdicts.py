@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka_chaos.reference_model.verdicts import FaultSummary, RunConfig, judge
+from kafka_chaos.reference_model.config import RunConfig
+from kafka_chaos.reference_model.verdicts import FaultSummary, judge
 
 SAFE = RunConfig(acks="all", idempotence=True, rf=3, min_insync=2)
 NONE = FaultSummary.coerce(None)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_chaos.checker.faults import faults_from_history
 from kafka_chaos.checker.tables import NemesisEvent
-from kafka_chaos.reference_model.verdicts import FaultSummary, RunConfig, Verdict, judge, unclean_election_observed
+from kafka_chaos.faults.windows import faults_from_history
+from kafka_chaos.reference_model.config import RunConfig
+from kafka_chaos.reference_model.verdicts import FaultSummary, Verdict, judge, unclean_election_observed
 
 SAFE = RunConfig(acks="all", idempotence=True, rf=3, min_insync=2)
 ACKS1 = RunConfig(acks="1", idempotence=False, rf=3, min_insync=2)
@@ -179,7 +180,7 @@ def test_run_config_is_lenient():
 
 
 def test_judge_accepts_the_checkers_inputs():
-    """The checker passes the history's run-start dict and checker.faults.FaultSummary (fault windows)."""
+    """The checker passes the history's run-start dict and faults.windows.FaultWindows."""
     events = [
         NemesisEvent(10, 1_000, "invoke", "kill", {"target": "leader"}),
         NemesisEvent(11, 1_100, "info", "kill", {"nodes": [2]}),
@@ -188,7 +189,9 @@ def test_judge_accepts_the_checkers_inputs():
     ]
     windows = faults_from_history(events, end_time=10_000)
     summary = FaultSummary.coerce(windows)
-    assert summary.crashed and summary.max_down == 1 and summary.leader_affected is None
+    # the window keeps the invoke's symbolic target beside the info's nodes: the leader was hit
+    assert summary.crashed and summary.max_down == 1 and summary.leader_affected is True
+    assert windows.windows[0].value == {"target": "leader", "nodes": [2]}
     run_start = {"topic": {"replication_factor": 3, "min_insync_replicas": 2},
                  "workload": {"acks": "1", "idempotence": False}}
     assert judge("lost-write", {"key": "k"}, run_start, windows).verdict == "permitted"
