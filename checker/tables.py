@@ -47,26 +47,11 @@ from kafka_chaos.checker.history_reader import LOADS, HistoryRead, HistoryReader
 from kafka_chaos.checker.ops_series import ops_series
 from kafka_chaos.checker.schema import EXTRA_READS_SCHEMA, OPS_SCHEMA, POLLS_SCHEMA, SENDS_SCHEMA, empty_table
 from kafka_chaos.errors import HistoryError
+from kafka_chaos.faults.windows import NemesisEvent as NemesisEvent  # the fault pairing takes these events
 from kafka_chaos.rundir import EXTRA_READS_FILE, HISTORY_FILE, OPS_FILE, POLLS_FILE, SENDS_FILE, STATE_FILE
 
 _LOADS = LOADS
 """The JSON decoder the reader uses (checker.history_reader.LOADS), for this module's other readers."""
-
-
-@dataclass(frozen=True)
-class NemesisEvent:
-    """One nemesis event as recorded: `invoke` when a fault (or heal) was asked for, `info` once it took
-    effect."""
-
-    index: int
-    time: int
-    type: str
-    f: str
-    value: Any
-    error: Any = None
-    """The nemesis's error, when the fault (or heal) failed (it may still have done something)."""
-    process: str = "nemesis"
-    """`nemesis`, or `operator` for an operation's steps (recorded like faults)."""
 
 
 @dataclass(frozen=True)

@@ -21,34 +21,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from kafka_chaos.faults.registry import HEALS, KINDS
 
 KNOWN = frozenset(KINDS)
 
 
-class NemesisEvent(Protocol):
-    """One nemesis event as the history records it (checker.tables.NemesisEvent is one)."""
-
-    @property
-    def index(self) -> int: ...
-    @property
-    def time(self) -> int: ...
-    @property
-    def type(self) -> str: ...
-    @property
-    def f(self) -> str: ...
-    @property
-    def value(self) -> Any: ...
-    @property
-    def error(self) -> Any: ...
-
-
 @dataclass(frozen=True)
-class Step:
-    """One nemesis event (or action: an invoke and its info merged), also read from history rows (dicts) for
-    callers that hold rows rather than tables."""
+class NemesisEvent:
+    """One nemesis event as recorded (`invoke` when a fault or heal was asked for, `info` once it took effect),
+    or an action (an invoke and its info merged); also read from history rows (dicts) for callers that hold rows
+    rather than tables."""
 
     index: int
     time: int
@@ -56,12 +40,15 @@ class Step:
     f: str
     value: Any
     error: Any = None
+    """The nemesis's error, when the fault (or heal) failed (it may still have done something)."""
+    process: str = "nemesis"
+    """`nemesis`, or `operator` for an operation's steps (recorded like faults)."""
 
     @classmethod
-    def from_rows(cls, rows: Iterable[Any]) -> list[Step]:
+    def from_rows(cls, rows: Iterable[Any]) -> list[NemesisEvent]:
         """The nemesis rows among `rows`, in order. A row without a time takes its position, which keeps the
         order (all a summary of maxima needs)."""
-        out: list[Step] = []
+        out: list[NemesisEvent] = []
         for i, row in enumerate(rows):
             if not isinstance(row, dict) or row.get("process") != "nemesis":
                 continue
@@ -148,8 +135,8 @@ def _is_heal(f: str) -> bool:
     return f in HEALS or f == "heal" or f.startswith("heal-") or (f.endswith("-heal") and len(f) > 5)
 
 
-def _step(e: NemesisEvent) -> Step:
-    return Step(e.index, e.time, e.type, e.f, e.value, e.error)
+def _step(e: NemesisEvent) -> NemesisEvent:
+    return NemesisEvent(e.index, e.time, e.type, e.f, e.value, e.error, e.process)
 
 
 def _merged(invoke: Any, info: Any) -> Any:
@@ -159,9 +146,9 @@ def _merged(invoke: Any, info: Any) -> Any:
     return info if info is not None else invoke
 
 
-def _effective(events: Iterable[NemesisEvent]) -> list[Step]:
+def _effective(events: Iterable[NemesisEvent]) -> list[NemesisEvent]:
     """One action per nemesis action: its `info` (when it took effect), or its `invoke` if none followed."""
-    out: list[Step] = []
+    out: list[NemesisEvent] = []
     pending: NemesisEvent | None = None
     for e in events:
         if e.type == "invoke":
@@ -170,7 +157,7 @@ def _effective(events: Iterable[NemesisEvent]) -> list[Step]:
             pending = e
         else:
             if pending is not None and pending.f == e.f:
-                out.append(Step(pending.index, e.time, e.type, e.f, _merged(pending.value, e.value), e.error))
+                out.append(NemesisEvent(pending.index, e.time, e.type, e.f, _merged(pending.value, e.value), e.error))
             else:
                 if pending is not None:
                     out.append(_step(pending))
@@ -183,10 +170,10 @@ def _effective(events: Iterable[NemesisEvent]) -> list[Step]:
 
 def faults_from_history(events: Sequence[NemesisEvent], *, end_time: int = 0) -> FaultWindows:
     """Fault windows from the nemesis events of a history (see the module docstring for the pairing)."""
-    open_: list[tuple[Step, tuple[int, ...]]] = []
+    open_: list[tuple[NemesisEvent, tuple[int, ...]]] = []
     windows: list[FaultWindow] = []
 
-    def close(ev: Step, pick: list[tuple[Step, tuple[int, ...]]]) -> None:
+    def close(ev: NemesisEvent, pick: list[tuple[NemesisEvent, tuple[int, ...]]]) -> None:
         for item in pick:
             start, nodes = item
             open_.remove(item)

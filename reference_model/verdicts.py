@@ -34,7 +34,7 @@ from typing import Any, Literal
 
 from kafka_chaos import versions
 from kafka_chaos.faults.registry import cutting_off, kinds_of, taking_down, with_effect
-from kafka_chaos.faults.windows import Step, faults_from_history
+from kafka_chaos.faults.windows import NemesisEvent, faults_from_history
 from kafka_chaos.reference_model.config import RunConfig
 from kafka_chaos.reference_model.explore import duplicates_possible
 from kafka_chaos.reference_model.matrix import DurabilityPrediction, predict
@@ -120,7 +120,7 @@ class FaultSummary:
         """From history rows (only ``process == "nemesis"`` ones are read), paired into fault windows as the
         checker pairs them (faults.windows). A symbolic target ``leader`` or ``all`` (from the invoke's value)
         marks the leader as affected."""
-        return cls.from_windows(faults_from_history(Step.from_rows(events)).windows)
+        return cls.from_windows(faults_from_history(NemesisEvent.from_rows(events)).windows)
 
     @classmethod
     def from_windows(cls, windows: Iterable[Any]) -> FaultSummary:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kafka_chaos.faults.registry import KINDS, OPERATIONS
-from kafka_chaos.faults.windows import Step, faults_from_history
+from kafka_chaos.faults.windows import NemesisEvent, faults_from_history
 from kafka_chaos.reference_model.verdicts import FaultSummary
 
 
@@ -21,18 +21,18 @@ def rows(*steps: tuple[str, dict[str, Any]]) -> list[dict[str, Any]]:
 
 def test_every_kinds_heal_comes_from_the_registry() -> None:
     for kind, info in [*KINDS.items(), *OPERATIONS.items()]:
-        fs = faults_from_history(Step.from_rows(rows((kind, {"nodes": [1]}), (info.heal, {"nodes": [1]}))))
+        fs = faults_from_history(NemesisEvent.from_rows(rows((kind, {"nodes": [1]}), (info.heal, {"nodes": [1]}))))
         assert [(w.f, w.heal) for w in fs.windows] == [(kind, info.heal)], kind
 
 
 def test_a_heal_on_other_nodes_leaves_the_fault_open() -> None:
-    fs = faults_from_history(Step.from_rows(rows(
+    fs = faults_from_history(NemesisEvent.from_rows(rows(
         ("link-cut", {"nodes": [1]}), ("link-cut", {"nodes": [2]}), ("heal-links", {"nodes": [2]}))))
     assert [(w.nodes, w.end is None) for w in fs.windows] == [((1,), True), ((2,), False)]
 
 
 def test_a_bare_heal_ends_partitions_but_not_crashes() -> None:
-    fs = faults_from_history(Step.from_rows(rows(
+    fs = faults_from_history(NemesisEvent.from_rows(rows(
         ("kill", {"nodes": [1]}), ("partition", {"nodes": [2]}), ("heal", {}))))
     assert {w.f: w.heal for w in fs.windows} == {"kill": None, "partition": "heal"}
 
@@ -42,7 +42,7 @@ def test_the_models_summary_pairs_as_the_checker_does() -> None:
     history = rows(("kill", {"nodes": [1]}), ("kill", {"nodes": [2]}), ("restart", {"nodes": [1]}),
                    ("power-loss", {"nodes": [3]}), ("kill", {"nodes": [1]}))
     from_rows = FaultSummary.from_events(history)
-    assert from_rows == FaultSummary.from_windows(faults_from_history(Step.from_rows(history)).windows)
+    assert from_rows == FaultSummary.from_windows(faults_from_history(NemesisEvent.from_rows(history)).windows)
     assert (from_rows.max_down, from_rows.distinct_down, from_rows.max_power_lost) == (3, 3, 1)
 
 
