@@ -9,8 +9,8 @@ extras=..., ...)` → Analysis. See docs/architecture.md §3–§4.
 """
 
 from kafka_chaos.checker.analysis import ANOMALY_NAMES, Analysis, analyse
+from kafka_chaos.checker.check import check_run
 from kafka_chaos.checker.faults import FaultSummary, FaultWindow, faults_from_history
-from kafka_chaos.checker.run import check_run
 from kafka_chaos.checker.tables import (
     HistoryMeta,
     HistoryTables,

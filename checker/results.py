@@ -1,4 +1,4 @@
-"""results.json, the one model of it (docs/architecture.md §4): the checker (checker.run) and Spark (spark.job)
+"""results.json, the one model of it (docs/architecture.md §4): the checker (checker.check) and Spark (spark.job)
 build it, the report, campaigns and the pytest plugin read it.
 
 Sections other parts add (availability, health, checkers of a user's own, not_checked, model) are optional;

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
-from kafka_chaos.checker.run import JepsenChecker, write_results
+from kafka_chaos.checker.check import JepsenChecker, write_results
 from kafka_chaos.report import junit, write_report
 from kafka_chaos.rundir import RunDir
 

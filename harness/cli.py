@@ -194,7 +194,7 @@ def check(
                                         "memory (by default refused, naming the Spark command instead)")] = False,
 ) -> None:
     """Check a stored history (also one cut short); writes results.json. Exit 1 on violations."""
-    from kafka_chaos.checker.run import refuse_if_too_large
+    from kafka_chaos.checker.check import refuse_if_too_large
     from kafka_chaos.harness.check import check_run_dir
 
     if source not in ("kafka-chaos", "jepsen"):

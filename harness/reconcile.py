@@ -2,7 +2,7 @@
 
 `spark/` finds anomalies and nothing more (docs/architecture.md §1 keeps it to the checker's schema and names), so the
 verdicts — whether Kafka, configured as the run was, permits each anomaly — are given here, for both engines
-alike, the way `checker.run.check_run` gives them: the configuration from the history's `run-start` event, the
+alike, the way `checker.check.check_run` gives them: the configuration from the history's `run-start` event, the
 fault windows from the run's `results.json` (written by `kafka-chaos check` / `run`), unclean elections from
 the observer's `state.jsonl`. A run folder without them is judged as Kafka's defaults with no faults, and the
 reasons say so. Spark's `duplicate` instances lack the checker's `send_ms`; it is looked up here in the run's

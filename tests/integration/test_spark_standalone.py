@@ -25,7 +25,7 @@ sys.path.insert(0, str(SPARK_TESTS))
 from spark_corpus import CORPUS  # noqa: E402
 from spark_helpers import FIELDS, core  # noqa: E402
 
-from kafka_chaos.checker.run import check_run  # noqa: E402
+from kafka_chaos.checker.check import check_run  # noqa: E402
 
 
 def free_port() -> int:

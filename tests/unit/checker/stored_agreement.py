@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kafka_chaos.checker.run import check_run
+from kafka_chaos.checker.check import check_run
 from kafka_chaos.checker.schema import POLLS_SCHEMA, SENDS_SCHEMA
 from kafka_chaos.checker.stored_tables import TableBuilder, read_stored_tables, stored_schema
 from kafka_chaos.checker.tables import HistoryTables, history_to_tables

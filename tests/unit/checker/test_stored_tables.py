@@ -11,7 +11,7 @@ from checker_histories import K1, K
 from stored_agreement import assert_same_tables
 
 import kafka_chaos.checker.analysis
-import kafka_chaos.checker.run
+import kafka_chaos.checker.check
 from kafka_chaos.checker import HistoryError, check_run, history_to_tables
 from kafka_chaos.checker.stored_tables import TableBuilder, read_stored_tables
 from kafka_chaos.history import History
@@ -59,7 +59,7 @@ def test_check_reads_the_stored_tables_instead_of_parsing(tmp_path: Path, monkey
     def no_parse(path: Path) -> None:
         raise AssertionError(f"parsed {path}")
 
-    monkeypatch.setattr(kafka_chaos.checker.run, "history_to_tables", no_parse)
+    monkeypatch.setattr(kafka_chaos.checker.check, "history_to_tables", no_parse)
     stored = check_run(tmp_path)
     assert stored["anomaly_counts"]["lost-write"] == 1
     assert json.dumps(stored, sort_keys=True, default=str) == json.dumps(parsed, sort_keys=True, default=str)

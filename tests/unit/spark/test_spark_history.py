@@ -158,7 +158,7 @@ def test_tables_used_only_when_newer_than_the_history(spark_session: Any, tmp_pa
 def test_verdicts_from_the_history_alone(spark_session: Any, tmp_path: Path) -> None:
     """No results.json: the run-start configuration and the nemesis's fault windows come from Spark's pass
     over the history, so the verdicts are the checker's."""
-    from kafka_chaos.checker.run import check_run
+    from kafka_chaos.checker.check import check_run
 
     h = History()
     h.event("harness", "info", "run-start", {"producer": {"acks": "1"}, "topic": {"replication_factor": 3}})
@@ -186,7 +186,7 @@ def test_aborted_read_verdicts_follow_the_readers_isolation_as_the_checkers(spar
     the reader's isolation and the writer's txn the checker gives them, so the verdicts are the checker's."""
     from spark_helpers import write_run
 
-    from kafka_chaos.checker.run import check_run
+    from kafka_chaos.checker.check import check_run
 
     runs, expected = [], {}
     for level in ("read_uncommitted", "read_committed"):
