@@ -63,6 +63,6 @@ def assert_stored_agrees(text: str) -> None:
 def _checked(run_dir: Path) -> str:
     """The check's result as JSON, or the error it stopped with (some histories are refused on purpose)."""
     try:
-        return json.dumps(check_run(run_dir, write=False), sort_keys=True, default=str)
+        return json.dumps(check_run(run_dir, write=False).to_json_dict(), sort_keys=True, default=str)
     except HistoryError as err:
         return f"HistoryError: {err}"
