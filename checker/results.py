@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from kafka_chaos.checker.schema import ANOMALIES_BAD_BY_DEFAULT
+from kafka_chaos.checker.verdicts import is_bad
 from kafka_chaos.errors import ResultsError
 from kafka_chaos.rundir import RESULTS_FILE
 
@@ -159,7 +160,5 @@ def _judged_violations(anomalies: Mapping[str, Any]) -> list[AnomalyInstance]:
 
 def _bad(name: str, inst: AnomalyInstance) -> bool:
     """The instance's `bad` as its verdicts set it; Jepsen's policy where none did (Spark before `reconcile`)."""
-    from kafka_chaos.checker.verdicts import is_bad
-
     extra = inst.model_extra or {}
     return bool(extra["bad"]) if "bad" in extra else is_bad(name, extra)
