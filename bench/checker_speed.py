@@ -141,7 +141,7 @@ def generate(
 def run_one(path: Path) -> dict[str, float]:
     """Time history_to_tables and analyse on the history at `path`, in this process."""
     from kafka_chaos.checker import analyse, history_to_tables
-    from kafka_chaos.checker.faults import faults_from_history
+    from kafka_chaos.faults.windows import faults_from_history
 
     size = path.stat().st_size
     rss_before = peak_rss_kb()
@@ -172,7 +172,7 @@ def run_one(path: Path) -> dict[str, float]:
         "sends_rows": tables.sends.num_rows,
         "polls_rows": tables.polls.num_rows,
         "anomalies": sum(result.anomaly_counts.values()),
-        "valid": result.valid,
+        "valid": result.results().valid,
         "peak_rss_mb_before": rss_before / 1024,
         "peak_rss_mb_tables": rss_tables / 1024,
         "peak_rss_mb": peak_rss_kb() / 1024,

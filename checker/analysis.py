@@ -11,9 +11,9 @@ Pure: no I/O. The steps follow Jepsen's `analysis`:
 3. Policy (checker.verdicts): which instances are bad by default, and the reference model's verdict on
    each (violation / permitted).
 
-Output (docs/architecture.md §4): `{"valid", "complete", "anomaly_counts", "anomalies", "violations", "stats"}`.
-`valid` is false exactly when some bad-by-default instance is present; a run *passes* when `violations` is
-empty. Names absent from `anomaly_counts` mean zero.
+Output: `Analysis`, each instance labelled with its verdict; `Analysis.results()` is its finished `RunResults`
+(docs/architecture.md §4), where `valid`, `violations` and `complete` are computed (checker.results). Names absent
+from `anomaly_counts` mean zero.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import pyarrow as pa
 
 from kafka_chaos.checker.anomalies.cycles import TxnHistory
@@ -38,6 +37,7 @@ from kafka_chaos.checker.anomalies.txn import (
     with_uncommitted_skips,
 )
 from kafka_chaos.checker.context import I64, Context, prepare
+from kafka_chaos.checker.results import RunResults
 from kafka_chaos.checker.schema import ANOMALIES_BAD_BY_DEFAULT
 from kafka_chaos.checker.stats import run_stats
 from kafka_chaos.checker.verdicts import Judge, apply_verdicts, load_judge, verdict_inputs
@@ -51,13 +51,11 @@ ANOMALY_NAMES: tuple[str, ...] = tuple(ANOMALIES_BAD_BY_DEFAULT)
 
 @dataclass
 class Analysis:
-    """The checker's result. `to_dict()` is the JSON of docs/architecture.md §4."""
+    """The checker's findings, judged; `results()` finishes them into docs/architecture.md §4's RunResults."""
 
-    valid: bool
     complete: bool
     anomaly_counts: dict[str, int]
     anomalies: dict[str, list[dict[str, Any]]]
-    violations: list[dict[str, Any]]
     stats: dict[str, Any] = field(default_factory=dict)
     not_checked: dict[str, str] = field(default_factory=dict)
     """Checks that could not run on this history, with why (never a zero count: absent is not checked)."""
@@ -65,22 +63,19 @@ class Analysis:
     """Behaviour the reference model forbids, seen in the state samples (`checker.conformance`):
     `{"anomaly_counts", "anomalies"}`; None when there were no samples to check."""
 
-    @property
-    def passed(self) -> bool:
-        """No instance is a violation of what the configuration promises."""
-        return not self.violations
-
     def to_dict(self) -> dict[str, Any]:
+        """The sections it found, before `RunResults.finish` adds `valid`, `complete` and `violations`."""
         return {
-            "valid": self.valid,
-            "complete": self.complete,
             "anomaly_counts": self.anomaly_counts,
             "anomalies": self.anomalies,
-            "violations": self.violations,
             "stats": self.stats,
             **({"conformance": self.conformance} if self.conformance is not None else {}),
             **({"not_checked": self.not_checked} if self.not_checked else {}),
         }
+
+    def results(self, *, findings: list[dict[str, Any]] | None = None) -> RunResults:
+        """These findings as a finished RunResults (`findings`: see `RunResults.finish`)."""
+        return RunResults.of(self.to_dict()).finish(complete=[self.complete], findings=findings or [])
 
 
 def find_anomalies(
@@ -158,24 +153,21 @@ def analyse(
     judge = judge or load_judge()
     v_config, v_faults = verdict_inputs(config, faults, state_samples)
     anomalies = {name: inst for name, inst in found.items() if inst}
-    violations = apply_verdicts(anomalies, config=v_config, faults=v_faults, judge=judge, complete=complete)
-    valid = not any(inst["bad"] for insts in anomalies.values() for inst in insts)
+    apply_verdicts(anomalies, config=v_config, faults=v_faults, judge=judge, complete=complete)
     conformance = None
     if state_samples is not None:
         found_c = check_conformance(state_samples, sends, polls, config, faults)
         if found_c is not None:
             c_anomalies = {name: insts for name, insts in found_c.items() if insts}
-            violations += apply_verdicts(c_anomalies, config=v_config, faults=v_faults, judge=judge)
+            apply_verdicts(c_anomalies, config=v_config, faults=v_faults, judge=judge)
             conformance = {
                 "anomaly_counts": {name: len(insts) for name, insts in c_anomalies.items()},
                 "anomalies": c_anomalies,
             }
     return Analysis(
-        valid=valid,
         complete=complete,
         anomaly_counts={name: len(inst) for name, inst in anomalies.items()},
         anomalies=anomalies,
-        violations=violations,
         stats=stats,
         not_checked=not_checked,
         conformance=conformance,
@@ -195,16 +187,3 @@ def check_conformance(
         state_samples, sends, polls, config, faults=faults.windows if faults is not None else (),
         replica_lag_ns=int(lag_s * 1e9))
     return result
-
-
-def json_default(o: Any) -> Any:
-    """`json.dump(default=...)` for the few non-JSON types an analysis can hold."""
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return float(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    if isinstance(o, (set, frozenset)):
-        return sorted(o)
-    raise TypeError(f"not JSON serializable: {type(o).__name__}")

@@ -1,5 +1,7 @@
-"""results.json, the one model of it (docs/architecture.md §4): the checker (checker.run) and Spark (spark.job)
-build it, the report, campaigns and the pytest plugin read it.
+"""results.json, the one model of it (docs/architecture.md §4): the checker (checker.check), Spark (spark.job) and
+`kafka-chaos reconcile` build it and finish it with `RunResults.finish` (the one place `valid`, `violations` and
+`complete` are computed, users' own checkers included); `RunResults.save` / `RunResults.load` are the only
+writer and reader of the file (the report, campaigns, shrink, the pytest plugin, the CLI).
 
 Sections other parts add (availability, health, checkers of a user's own, not_checked, model) are optional;
 an anomaly instance carries at least its key, and its kind's own fields besides (kept as they are).
@@ -7,9 +9,18 @@ an anomaly instance carries at least its key, and its kind's own fields besides 
 
 from __future__ import annotations
 
+import json
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from kafka_chaos.checker.schema import ANOMALIES_BAD_BY_DEFAULT
+from kafka_chaos.checker.verdicts import is_bad
+from kafka_chaos.errors import ResultsError
+from kafka_chaos.rundir import RESULTS_FILE
 
 
 class AnomalyInstance(BaseModel):
@@ -32,11 +43,11 @@ class AnomalyInstance(BaseModel):
 class RunResults(BaseModel):
     model_config = ConfigDict(extra="allow")
 
-    valid: bool
-    complete: bool
+    valid: bool  # Jepsen's: no bad-by-default instance (finish)
+    complete: bool  # every history read was a full record: its final drain finished, nothing cut (finish)
     anomaly_counts: dict[str, int] = Field(default_factory=dict)
     anomalies: dict[str, list[AnomalyInstance]] = Field(default_factory=dict)
-    violations: list[AnomalyInstance] = Field(default_factory=list)
+    violations: list[AnomalyInstance] = Field(default_factory=list)  # instances judged violations (finish)
     stats: dict[str, Any] = Field(default_factory=dict)
     run: dict[str, Any] | None = None  # completeness details and op counts (checker)
     faults: dict[str, Any] | None = None  # the fault windows the verdicts used
@@ -46,6 +57,45 @@ class RunResults(BaseModel):
     not_checked: dict[str, str] | None = None  # checks that could not run on this history, and why
     checkers: dict[str, Any] | None = None  # a user's own checkers' outputs, by class name
     model: dict[str, Any] | None = None
+    histories: dict[str, Any] | None = None  # Spark: what each run's history said besides its rows
+    keys: dict[str, Any] | None = None  # Spark: per-key counts
+    runs: dict[str, Any] | None = None  # Spark: per-run anomaly counts
+
+    @classmethod
+    def of(cls, sections: Mapping[str, Any]) -> RunResults:
+        """A producer's sections (anomalies, stats, …), not yet finished: `valid` and `complete` stay false
+        until `finish` computes them."""
+        return cls.model_validate({**sections, "valid": False, "complete": False})
+
+    def finish(self, *, complete: Iterable[bool] | None = None, checkers: Mapping[str, Mapping[str, Any]] | None = None,
+               findings: Sequence[Mapping[str, Any]] | None = None) -> RunResults:
+        """The one finishing step, for the checker, Spark and `reconcile` alike: `complete` from the completeness
+        of each history read (None keeps the current value); `checkers`, a user's own checkers' outputs by
+        name, kept under `checkers` with their `violations` joining the run's; `findings`, violations found
+        beside the anomalies (availability against the scenario's `[expect]`; None keeps those listed before,
+        so a result finished again after new verdicts loses none). `violations` are the instances
+        (conformance ones included) whose verdict is a violation, then the findings, then the checkers'; `valid`
+        is Jepsen's, from the anomalies alone: false when an instance is bad, or when an anomaly bad by default
+        has more instances than are listed (an engine that caps its lists may hide bad ones)."""
+        if complete is not None:
+            self.complete = all(complete)
+        if checkers:
+            self.checkers = {**(self.checkers or {}), **{name: dict(out) for name, out in checkers.items()}}
+        conformance = (self.conformance or {}).get("anomalies") or {}
+        if findings is None:
+            judged_here = {*self.anomalies, *conformance, *(self.checkers or {})}
+            found = [v for v in self.violations if v.name not in judged_here]
+        else:
+            found = [AnomalyInstance.model_validate(f) for f in findings]
+        violations = [*_judged_violations(self.anomalies), *_judged_violations(conformance), *found]
+        for name, out in (self.checkers or {}).items():
+            violations += [AnomalyInstance.model_validate({"name": name, **v}) for v in out.get("violations", [])]
+        self.violations = violations
+        hidden = any(ANOMALIES_BAD_BY_DEFAULT.get(name, True) and count > len(self.anomalies.get(name, []))
+                     for name, count in self.anomaly_counts.items())
+        self.valid = not hidden and not any(_bad(name, inst) for name, insts in self.anomalies.items()
+                                            for inst in insts)
+        return self
 
     def count(self, anomaly: str) -> int:
         return self.anomaly_counts.get(anomaly, 0)
@@ -58,7 +108,57 @@ class RunResults(BaseModel):
         """The dict written to results.json: the model's fields, and no optional section that is absent."""
         return self.model_dump(mode="json", exclude_unset=True)
 
+    def save(self, path: Path) -> Path:
+        """Write results.json (`path`: the file, or the run's folder), replaced in one step so a reader never
+        sees half of it."""
+        path = Path(path)
+        if path.is_dir():
+            path = path / RESULTS_FILE
+        tmp = path.with_name(path.name + ".tmp")
+        try:
+            tmp.write_bytes(self.model_dump_json(exclude_unset=True).encode())
+            os.replace(tmp, path)
+        except OSError as e:
+            raise ResultsError(f"cannot write {path}: {e.strerror or e}") from e
+        return path
 
-def results_dict(raw: dict[str, Any]) -> dict[str, Any]:
-    """Validate a producer's result against RunResults and return what results.json holds."""
-    return RunResults.model_validate(raw).to_json_dict()
+    @classmethod
+    def load(cls, path: Path) -> RunResults:
+        """Read results.json (`path`: the file, or the run's folder); ResultsError, saying what to do, when it is
+        missing, is not JSON or does not fit this model."""
+        path = Path(path)
+        if path.is_dir():
+            path = path / RESULTS_FILE
+        try:
+            raw = json.loads(path.read_bytes())
+        except FileNotFoundError:
+            raise ResultsError(f"{path} does not exist: the run was never checked. Run "
+                               f"`kafka-chaos check {path.parent}` first.") from None
+        except OSError as e:
+            raise ResultsError(f"cannot read {path}: {e.strerror or e}") from None
+        except ValueError as e:
+            raise ResultsError(f"{path} is damaged (not JSON: {e}). Check the run again to rewrite it: "
+                               f"`kafka-chaos check {path.parent}`.") from None
+        try:
+            return cls.model_validate(raw)
+        except ValidationError as e:
+            first = e.errors()[0]
+            where = ".".join(str(x) for x in first["loc"]) or "the top level"
+            raise ResultsError(f"{path} does not fit the results model at {where}: {first['msg']}. Check the run "
+                               f"again to rewrite it: `kafka-chaos check {path.parent}`.") from None
+
+
+def _judged_violations(anomalies: Mapping[str, Any]) -> list[AnomalyInstance]:
+    out = []
+    for name, insts in anomalies.items():
+        for inst in insts:
+            inst = inst if isinstance(inst, AnomalyInstance) else AnomalyInstance.model_validate(inst)
+            if inst.verdict == "violation":
+                out.append(inst.model_copy(update={"name": name}))
+    return out
+
+
+def _bad(name: str, inst: AnomalyInstance) -> bool:
+    """The instance's `bad` as its verdicts set it; Jepsen's policy where none did (Spark before `reconcile`)."""
+    extra = inst.model_extra or {}
+    return bool(extra["bad"]) if "bad" in extra else is_bad(name, extra)

@@ -32,6 +32,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from kafka_chaos.checker.results import RunResults
 from kafka_chaos.cluster import ClusterPool, spec_key
 from kafka_chaos.errors import ScenarioError
 from kafka_chaos.harness.run import cluster_spec, resolve_scenario, run_scenario
@@ -131,18 +132,17 @@ def predict(run: PlannedRun) -> dict[str, Any] | None:
     return {"loss_possible": bool(p.loss_possible), "writes_available": bool(p.writes_available)}
 
 
-def measure(run_dir: Path, result: dict[str, Any]) -> dict[str, Any]:
+def measure(run_dir: Path, result: RunResults) -> dict[str, Any]:
     """What the run showed: were acknowledged writes lost? were writes acknowledged while a fault was active?"""
-    counts = result.get("anomaly_counts", {})
-    lost = counts.get("lost-write", 0) > 0 or (result.get("complete") and counts.get("unseen", 0) > 0)
+    lost = result.count("lost-write") > 0 or (result.complete and result.count("unseen") > 0)
     return {"lost": bool(lost), "writes_available_during_fault": _writes_during_faults(run_dir, result)}
 
 
-def _writes_during_faults(run_dir: Path, result: dict[str, Any]) -> bool | None:
+def _writes_during_faults(run_dir: Path, result: RunResults) -> bool | None:
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    windows = [w for w in result.get("faults", {}).get("windows", []) if w.get("end") is not None]
+    windows = [w for w in (result.faults or {}).get("windows", []) if w.get("end") is not None]
     sends_path = RunDir(run_dir).sends
     if not windows or not sends_path.exists():
         return None
@@ -178,17 +178,16 @@ def run_campaign(path: Path, *, out: Path = Path("results"), fresh: bool = False
                 progress.update(task, description=f"{campaign.name}: {run.label}")
                 result = run_scenario(run.scenario, out=out, pool=pool)
                 pool.heal_or_drop()
-                measured = measure(result.run_dir, result.results)
+                checked = result.checked
+                measured = measure(result.run_dir, checked)
                 done[str(run.index)] = {
                     "index": run.index, "status": "done", "label": run.label, "axes": run.axes,
                     "fault_set": run.fault_set, "run_id": result.run_id,
                     "run_dir": str(result.run_dir.resolve()),
-                    "passed": result.passed, "valid": result.results["valid"],
-                    "complete": result.results["complete"],
-                    "anomaly_counts": result.results["anomaly_counts"],
-                    "violations": [f"{v.get('name')} {v.get('key')}: {v.get('reason', '')}"
-                                   for v in result.results["violations"][:20]],
-                    "n_violations": len(result.results["violations"]),
+                    "passed": checked.passed, "valid": checked.valid, "complete": checked.complete,
+                    "anomaly_counts": dict(checked.anomaly_counts),
+                    "violations": [f"{v.name} {v.key}: {v.reason or ''}" for v in checked.violations[:20]],
+                    "n_violations": len(checked.violations),
                     "prediction": predict(run), "measured": measured,
                     "config": _config_line(run.scenario),
                 }

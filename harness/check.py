@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
-from kafka_chaos.checker.run import JepsenChecker, write_results
+from kafka_chaos.checker.check import check_run
+from kafka_chaos.checker.results import RunResults
 from kafka_chaos.report import junit, write_report
 from kafka_chaos.rundir import RunDir
 
@@ -17,18 +18,10 @@ if TYPE_CHECKING:
     from kafka_chaos.harness.testmap import Checker
 
 
-def check_run_dir(run_dir: Path, console: Console | None = None, checkers: Sequence[Checker] = ()) -> dict[str, Any]:
-    """Check a stored run (also one cut short): results.json, the report, junit.xml.
-
-    The default checker writes results.json; each further checker's output is kept under `checkers` by its class
-    name, and its `violations` join the run's."""
-    results = JepsenChecker().check(Path(run_dir))
-    if checkers:
-        for checker in checkers:
-            found = checker.check(Path(run_dir))
-            results.setdefault("checkers", {})[type(checker).__name__] = found
-            results["violations"] = [*results["violations"], *found.get("violations", [])]
-        write_results(Path(run_dir), results)
+def check_run_dir(run_dir: Path, console: Console | None = None, checkers: Sequence[Checker] = ()) -> RunResults:
+    """Check a stored run (also one cut short): results.json (written once, `checkers`' outputs in it, by
+    checker.check.check_run), the report, junit.xml."""
+    results = check_run(Path(run_dir), checkers=checkers)
     write_junit(Path(run_dir), results)
     try:
         write_report(Path(run_dir))
@@ -37,10 +30,10 @@ def check_run_dir(run_dir: Path, console: Console | None = None, checkers: Seque
     return results
 
 
-def write_junit(run_dir: Path, results: dict[str, Any]) -> Path:
+def write_junit(run_dir: Path, results: RunResults) -> Path:
     """One test case per run; its failure text lists the violations."""
-    violations = results.get("violations", [])
-    failure = "\n".join(f"{v.get('name', '?')} {v.get('key', '')}: {v.get('reason', '')}"
+    violations = results.violations
+    failure = "\n".join(f"{v.name or '?'} {v.key if v.key is not None else ''}: {v.reason or ''}"
                         for v in violations[:200]) if violations else None
     return junit.write_junit(RunDir(run_dir).junit, "kafka-chaos", [
         junit.Case(run_dir.name, "kafka-chaos.run", failure, f"{len(violations)} violations")])

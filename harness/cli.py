@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 from types import FrameType
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -19,6 +19,9 @@ from typer.core import TyperGroup
 
 from kafka_chaos.errors import KafkaChaosError
 from kafka_chaos.rundir import RunDir
+
+if TYPE_CHECKING:
+    from kafka_chaos.checker.results import RunResults
 
 
 class _Commands(TyperGroup):
@@ -188,8 +191,8 @@ def run(
         result = run_scenario(pin_nodes(load_resolved(scenario)), seed=seed, out=out, console=console)
     else:
         result = run_scenario_file(scenario, seed=seed, out=out, console=console)
-    _print_verdict(result.results, result.run_dir)
-    if result.results["violations"]:
+    _print_verdict(result.checked, result.run_dir)
+    if result.checked.violations:
         raise typer.Exit(1)
 
 
@@ -208,7 +211,7 @@ def check(
                                         "memory (by default refused, naming the Spark command instead)")] = False,
 ) -> None:
     """Check a stored history (also one cut short); writes results.json. Exit 1 on violations."""
-    from kafka_chaos.checker.run import refuse_if_too_large
+    from kafka_chaos.checker.check import refuse_if_too_large
     from kafka_chaos.harness.check import check_run_dir
 
     if source not in ("kafka-chaos", "jepsen"):
@@ -226,10 +229,10 @@ def check(
         refuse_if_too_large(run_dir)
     results = check_run_dir(run_dir)
     if as_json:
-        print(json.dumps(results, indent=2, default=str))
+        print(json.dumps(results.to_json_dict(), indent=2))
     else:
         _print_verdict(results, run_dir)
-    if results["violations"]:
+    if results.violations:
         raise typer.Exit(1)
 
 
@@ -262,22 +265,22 @@ def reconcile(
         raise typer.BadParameter(f"--engine must be pandas or spark, not {engine!r}")
     results = reconcile_with_verdicts(run_dirs, engine=engine, master=master, out=out,
                                       skip_malformed=skip_malformed)
-    malformed = results.get("stats", {}).get("malformed_lines")
+    malformed = results.stats.get("malformed_lines")
     if as_json:
-        print(json.dumps(results, indent=2, default=str))
+        print(json.dumps(results.to_json_dict(), indent=2))
     else:
         if malformed:
             console.print(f"[yellow]warning:[/] {malformed} malformed history line(s) left out "
                           "(--skip-malformed)")
-        for name, n in sorted(results.get("anomaly_counts", {}).items()):
+        for name, n in sorted(results.anomaly_counts.items()):
             console.print(f"{name}: {n}")
         skipped: dict[str, list[str]] = {}
-        for name, why in (results.get("not_checked") or {}).items():
+        for name, why in (results.not_checked or {}).items():
             skipped.setdefault(why, []).append(name)
         for why, names in skipped.items():  # a name not counted above is not a zero when it was not checked
             console.print(f"not checked: {', '.join(names)} ({why})", highlight=False)
-        console.print(f"valid={results.get('valid')}, violations={len(results['violations'])}")
-    if results["violations"]:
+        console.print(f"valid={results.valid}, violations={len(results.violations)}")
+    if results.violations:
         raise typer.Exit(1)
 
 
@@ -379,19 +382,20 @@ def shrink(
         + (" [yellow](budget spent)[/]" if r.budget_exhausted else "") + f"; steps: {r.index}", highlight=False)
 
 
-def verdict_rows(results: dict[str, Any]) -> list[tuple[str, int, int, int]]:
+def verdict_rows(results: RunResults) -> list[tuple[str, int, int, int]]:
     """(anomaly, instances, violations, permitted) per anomaly of results.json, conformance ones marked."""
     rows = []
-    conformance = (results.get("conformance") or {}).get("anomalies") or {}
-    for label, found in ((None, results.get("anomalies") or {}), ("conformance", conformance)):
+    conformance = (results.conformance or {}).get("anomalies") or {}
+    anomalies = {name: [i.verdict for i in insts] for name, insts in results.anomalies.items()}
+    for label, found in ((None, anomalies), ("conformance", conformance)):
         for name, instances in sorted(found.items()):
-            verdicts = [i.get("verdict") for i in instances if isinstance(i, dict)]
+            verdicts = [i.get("verdict") if isinstance(i, dict) else i for i in instances]
             rows.append((f"{name} ({label})" if label else name, len(instances), verdicts.count("violation"),
                          verdicts.count("permitted")))
     return rows
 
 
-def _print_verdict(results: dict[str, Any], run_dir: Path) -> None:
+def _print_verdict(results: RunResults, run_dir: Path) -> None:
     rows = verdict_rows(results)
     table = Table(title=f"anomalies — {run_dir}")
     for col in ("anomaly", "count", "violations", "permitted"):
@@ -400,11 +404,11 @@ def _print_verdict(results: dict[str, Any], run_dir: Path) -> None:
         table.add_row(name, str(n), f"[red]{bad}[/]" if bad else "0", str(ok))
     if rows:
         console.print(table)
-    _print_availability(results.get("availability"))
-    verdict = "[red]FAIL[/]" if results.get("violations") else "[green]PASS[/]"
-    complete = "complete" if results.get("complete") else "[yellow]incomplete[/] (the run was cut short)"
+    _print_availability(results.availability)
+    verdict = "[red]FAIL[/]" if results.violations else "[green]PASS[/]"
+    complete = "complete" if results.complete else "[yellow]incomplete[/] (the run was cut short)"
     console.print(
-        f"{verdict}: {len(results.get('violations', []))} violations, valid={results.get('valid')}, {complete}; "
+        f"{verdict}: {len(results.violations)} violations, valid={results.valid}, {complete}; "
         f"report: {run_dir / 'report.html'}"
     )
 

@@ -151,9 +151,9 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
     naming the violated anomalies and the report."""
     outcome = yield
     result = item.stash.get(CHAOS_RESULT, None)
-    if result is not None and result.results["violations"]:
-        violations = result.results["violations"]
-        names = sorted({v.get("name", "?") for v in violations})
+    if result is not None and result.checked.violations:
+        violations = result.checked.violations
+        names = sorted({v.name or "?" for v in violations})
         pytest.fail(
             f"chaos run {result.run_id}: {len(violations)} violations ({', '.join(names)}); "
             f"report: {result.run_dir / 'report.html'}",

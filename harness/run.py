@@ -16,12 +16,14 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
+from kafka_chaos.checker.results import RunResults
 from kafka_chaos.checker.stored_tables import TableBuilder
 from kafka_chaos.cluster import ClusterPool, ClusterSpec, KafkaCluster, new_run_id
 from kafka_chaos.cluster.engine import docker_client
@@ -45,14 +47,19 @@ class RunResult:
     run_id: str
     run_dir: Path
     scenario: Scenario
-    results: dict[str, Any]
+    checked: RunResults
+
+    @cached_property
+    def results(self) -> dict[str, Any]:
+        """results.json's dict, for code that indexes it (a test's asserts); kafka-chaos reads `checked`."""
+        return self.checked.to_json_dict()
 
     @property
     def passed(self) -> bool:
-        return not self.results["violations"]
+        return self.checked.passed
 
     def count(self, anomaly: str) -> int:
-        return int(self.results.get("anomaly_counts", {}).get(anomaly, 0))
+        return self.checked.count(anomaly)
 
 
 def default_workload(s: Scenario) -> Workload:

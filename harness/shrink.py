@@ -32,7 +32,8 @@ from typing import Any, TypeVar
 from rich.console import Console
 from rich.errors import LiveError
 
-from kafka_chaos.errors import ShrinkError
+from kafka_chaos.checker.results import RunResults
+from kafka_chaos.errors import ResultsError, ShrinkError
 from kafka_chaos.faults.schedule import FaultsConfig, PlannedFault, plan
 from kafka_chaos.harness.replay import RESOLVED_NAME, load_resolved, scenario_data, write_scenario
 from kafka_chaos.harness.scenario import Scenario
@@ -210,10 +211,10 @@ def anomaly_names() -> tuple[str, ...]:
     return tuple(ANOMALIES_BAD_BY_DEFAULT)
 
 
-def shows(results: dict[str, Any], until: str) -> bool:
+def shows(results: RunResults, until: str) -> bool:
     if until == VIOLATION:
-        return bool(results.get("violations"))
-    return int(results.get("anomaly_counts", {}).get(until, 0)) > 0
+        return bool(results.violations)
+    return results.count(until) > 0
 
 
 def cluster_runner(out: Path, until: str) -> Runner:
@@ -222,8 +223,7 @@ def cluster_runner(out: Path, until: str) -> Runner:
 
     def run(s: Scenario) -> TryResult:
         r = run_scenario(s, out=out, console=Console(quiet=True))
-        return TryResult(shows(r.results, until), str(r.run_dir.resolve()),
-                         {k: int(v) for k, v in r.results.get("anomaly_counts", {}).items()})
+        return TryResult(shows(r.checked, until), str(r.run_dir.resolve()), dict(r.checked.anomaly_counts))
 
     return run
 
@@ -246,7 +246,7 @@ class ShrinkResult:
     wall_s: float
 
 
-def check_input(run_dir: Path, until: str | None) -> tuple[Scenario, str, dict[str, Any]]:
+def check_input(run_dir: Path, until: str | None) -> tuple[Scenario, str, RunResults]:
     """The run's resolved scenario, the anomaly to keep, and its results; ShrinkError (exit 2) for bad input."""
     names = anomaly_names()
     if until is not None and until != VIOLATION and until not in names:
@@ -259,15 +259,14 @@ def check_input(run_dir: Path, until: str | None) -> tuple[Scenario, str, dict[s
         raise ShrinkError(f"{run_dir} holds no {RESOLVED_NAME}, so there is no fault list to shrink: it is not a "
                           "run folder, or the run was made before runs recorded their resolved scenario. Re-run "
                           "its scenario with `kafka-chaos run` and shrink that run.")
-    results_path = run_dir / "results.json"
-    if not results_path.exists():
-        raise ShrinkError(f"{run_dir} has no results.json: the run was never checked. Run "
-                          f"`kafka-chaos check {run_dir}` first, then shrink it.")
-    results: dict[str, Any] = json.loads(results_path.read_text())
+    try:
+        results = RunResults.load(run_dir)
+    except ResultsError as err:
+        raise ShrinkError(f"{err} Then shrink it.") from None
     until = until or VIOLATION
     if not shows(results, until):
         what = "no violation (it passed)" if until == VIOLATION else f"no {until}"
-        found = ", ".join(f"{k}: {v}" for k, v in sorted(results.get("anomaly_counts", {}).items())) or "none"
+        found = ", ".join(f"{k}: {v}" for k, v in sorted(results.anomaly_counts.items())) or "none"
         raise ShrinkError(f"{run_dir} shows {what}, so there is nothing to shrink (anomalies it does show: "
                           f"{found}). Shrink a failing run, or name an anomaly it shows with --until.")
     try:

@@ -38,6 +38,11 @@ class HistoryError(KafkaChaosError):
     """A run's history is missing or unreadable."""
 
 
+class ResultsError(KafkaChaosError):
+    """A run's results.json is missing, unreadable or does not fit the results model: the run was never
+    checked, or the file was damaged after."""
+
+
 class SparkReconcileError(KafkaChaosError):
     """Spark reconciliation could not run: no Java, a bad master URL, a missing or malformed table.
 

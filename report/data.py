@@ -26,13 +26,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from pydantic import ValidationError
 
 from kafka_chaos.checker.history_reader import HARNESS, LOADS, HistoryReader, is_complete
 from kafka_chaos.checker.ops_series import read_ops_series
 from kafka_chaos.checker.results import RunResults
 from kafka_chaos.checker.tables import OPS_SUMMARY_KEY, history_summary, tables_of
-from kafka_chaos.errors import HistoryError, KafkaChaosError
+from kafka_chaos.errors import HistoryError, KafkaChaosError, ResultsError
 from kafka_chaos.rundir import HISTORY_FILE, LOGS_DIR, OPS_FILE, RESULTS_FILE, SCENARIO_FILE, STATE_FILE, RunDir
 
 DEFAULT_MAX_INSTANCES = 20
@@ -400,8 +399,8 @@ def fault_bands(
     if isinstance(windows, list):
         bands = [b for b in (_band(w) for w in windows if isinstance(w, dict)) if b is not None]
     else:
-        from kafka_chaos.checker.faults import faults_from_history
         from kafka_chaos.checker.tables import NemesisEvent
+        from kafka_chaos.faults.windows import faults_from_history
 
         has_error = "error" in getattr(NemesisEvent, "__dataclass_fields__", {})
         nemesis = [
@@ -454,29 +453,14 @@ class RunData:
 
 
 def _read_results(path: Path) -> tuple[dict[str, Any] | None, str | None]:
-    """results.json through its model (checker.results.RunResults): a file that does not fit is reported as
-    unreadable, with pydantic's first complaint, rather than drawn from guesses."""
-    raw, error = _read_json(path)
-    if raw is None:
-        return None, error
-    try:
-        return RunResults.model_validate(raw).to_json_dict(), None
-    except ValidationError as e:
-        first = e.errors()[0]
-        where = ".".join(str(x) for x in first["loc"])
-        return None, f"{path.name} does not fit the results model at {where}: {first['msg']}"
-
-
-def _read_json(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """results.json through RunResults.load: a file that is damaged or does not fit the model is reported as
+    unreadable, saying why, rather than drawn from guesses; no file is no error (the run was not checked)."""
     if not path.is_file():
         return None, None
     try:
-        data = json.loads(path.read_bytes())
-    except (OSError, ValueError) as e:
-        return None, f"cannot read {path.name}: {e}"
-    if not isinstance(data, dict):
-        return None, f"{path.name} is not a JSON object"
-    return data, None
+        return RunResults.load(path).to_json_dict(), None
+    except ResultsError as e:
+        return None, str(e).replace(str(path), path.name)
 
 
 def instances_by_name(results: dict[str, Any] | None) -> dict[str, list[dict[str, Any]]]:

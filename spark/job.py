@@ -65,9 +65,8 @@ if __name__ == "__main__" and not __package__:
     sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _here]
     sys.path.insert(0, str(_here.parent))
 
-from kafka_chaos.checker.results import results_dict
-from kafka_chaos.checker.schema import ANOMALIES_BAD_BY_DEFAULT
-from kafka_chaos.errors import SparkReconcileError
+from kafka_chaos.checker.results import RunResults
+from kafka_chaos.errors import ResultsError, SparkReconcileError
 from kafka_chaos.rundir import RECONCILE_FILE, RESULTS_FILE
 from kafka_chaos.spark import kernel
 from kafka_chaos.spark.history import HistoryFacts
@@ -135,11 +134,11 @@ def reconcile(
     progress: bool | None = None,
     console: Console | None = None,
     skip_malformed: bool = False,
-) -> dict[str, Any]:
+) -> RunResults:
     """Reconcile the runs in `paths` with Spark: from their sends and polls tables, or from `history.jsonl`
     where a run has no (up-to-date) tables (spark/tables.py, spark/history.py).
 
-    Returns the `kafka-chaos check --json` shape (`valid`, `complete`, `anomaly_counts`, `anomalies`,
+    Returns RunResults, the `kafka-chaos check --json` shape (`valid`, `complete`, `anomaly_counts`, `anomalies`,
     `violations`, `stats`, `not_checked`: the anomalies the job does not compute, with why — `NOT_CHECKED`)
     plus `keys` (per-key counts) and `runs` (per-run anomaly counts). Instances are
     capped at `max_instances` per anomaly (smallest key, then value/offset, first); `anomaly_counts` are
@@ -178,12 +177,11 @@ def reconcile(
             if uncertain:
                 bar.phase("deciding info sends whose op wrote to other keys")
                 rows = _settle_uncertain(job, runs, rows, uncertain)
-        result = _assemble(rows, max_instances, runs=[r.run for r in runs])
-        _fill_send_ms(session, runs, result["anomalies"].get("duplicate", []))
-        result["complete"] = _complete(runs) and all(f.complete for f in facts.values())
+        sections = _assemble(rows, max_instances, runs=[r.run for r in runs])
+        _fill_send_ms(session, runs, sections["anomalies"].get("duplicate", []))
         if facts:
-            result["histories"] = {run: _history_summary(f) for run, f in facts.items()}
-        result["stats"].update(
+            sections["histories"] = {run: _history_summary(f) for run, f in facts.items()}
+        sections["stats"].update(
             engine="spark",
             runs=[r.run for r in runs],
             source=source,
@@ -193,7 +191,7 @@ def reconcile(
             master=session.sparkContext.master,
             seconds=round(time.monotonic() - started, 3),
         )
-        return result
+        return RunResults.of(sections).finish(complete=[*_complete(runs), *(f.complete for f in facts.values())])
     finally:
         if own:
             session.stop()
@@ -407,8 +405,8 @@ def _fill_send_ms(session: SparkSession, runs: list[RunTables], duplicates: list
 
 def _history_summary(facts: HistoryFacts) -> dict[str, Any]:
     """What a run's history said besides its rows: the harness judges a run without results.json by it."""
-    from kafka_chaos.checker.faults import faults_from_history
     from kafka_chaos.checker.tables import NemesisEvent
+    from kafka_chaos.faults.windows import faults_from_history
 
     nemesis = [
         NemesisEvent(index=e["index"], time=e["time"], type=e["type"] or "info", f=str(e["f"]), value=e["value"])
@@ -427,26 +425,24 @@ def _history_summary(facts: HistoryFacts) -> dict[str, Any]:
     }
 
 
-def _complete(runs: list[RunTables]) -> bool:
-    """Whether every run's final drain read finished, as `kafka-chaos check` recorded it in results.json next
+def _complete(runs: list[RunTables]) -> list[bool]:
+    """Whether each run's final drain read finished, as `kafka-chaos check` recorded it in results.json next
     to the tables (the tables alone do not say); a run without a readable local results.json counts as
     complete."""
-    complete = True
+    complete = []
     for run in runs:
         path = Path(run.path.removeprefix("file://")) / RESULTS_FILE
         try:
-            with path.open() as fh:
-                data = json.load(fh)
-        except (OSError, ValueError):
-            continue
-        if isinstance(data, dict) and data.get("complete") is False:
-            complete = False
+            complete.append(RunResults.load(path).complete)
+        except ResultsError:
+            complete.append(True)
     return complete
 
 
 def _assemble(rows: list[dict[str, Any]], cap: int, runs: list[str] | None = None) -> dict[str, Any]:
-    """The result dict from the findings rows; `runs`: the run ids (keys are prefixed when there are
-    several), for the per-run anomaly counts."""
+    """The result's sections from the findings rows (RunResults.finish adds `valid`, `complete` and
+    `violations`); `runs`: the run ids (keys are prefixed when there are several), for the per-run anomaly
+    counts."""
     keys: dict[str, dict[str, int]] = {}
     instances: dict[str, list[dict[str, Any]]] = {kind: [] for kind in COMPUTED}
     per_op: dict[int, dict[str, Any]] = {}  # precommitted-read: one row per op, the smallest `indexes`
@@ -504,17 +500,14 @@ def _assemble(rows: list[dict[str, Any]], cap: int, runs: list[str] | None = Non
         "values_read": totals["values_read"],
         "unseen_values": totals["unseen"],
     }
-    return results_dict({
-        "valid": not any(ANOMALIES_BAD_BY_DEFAULT.get(kind, True) for kind in counts),
-        "complete": True,
+    return {
         "anomaly_counts": counts,
         "anomalies": anomalies,
-        "violations": [],
         "stats": stats,
         "not_checked": dict(NOT_CHECKED),
         "keys": keys,
         "runs": per_run_counts,
-    })
+    }
 
 
 def _order(instance: dict[str, Any]) -> tuple[str, int, int]:
@@ -599,7 +592,7 @@ def reconcile_runs(
     max_instances: int = 100,
     progress: bool | None = None,
     skip_malformed: bool = False,
-) -> dict[str, Any]:
+) -> RunResults:
     """What `kafka-chaos reconcile RUN_DIR… --engine spark|pandas [--master URL] [--out DIR]` does.
 
     `engine="spark"` runs `reconcile`; `engine="pandas"` reads each run's tables with pyarrow and runs the
@@ -625,7 +618,7 @@ def reconcile_runs(
     if out is not None:
         target = Path(out)
         target.mkdir(parents=True, exist_ok=True)
-        (target / RESULT_FILE).write_text(json.dumps(result, indent=2, sort_keys=False) + "\n")
+        (target / RESULT_FILE).write_text(json.dumps(result.to_json_dict(), indent=2) + "\n")
     return result
 
 
@@ -672,8 +665,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             progress=False if args.no_progress else None,
             skip_malformed=args.skip_malformed,
         )
-    print(json.dumps(result, indent=2))
-    return 0 if result["valid"] else 1
+    print(json.dumps(result.to_json_dict(), indent=2))
+    return 0 if result.valid else 1
 
 
 if __name__ == "__main__":

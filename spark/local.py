@@ -12,12 +12,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from kafka_chaos.checker.results import RunResults
 from kafka_chaos.errors import SparkReconcileError
 
 __all__ = ["reconcile_local"]
 
 
-def reconcile_local(paths: Sequence[str | Path], *, max_instances: int = 100) -> dict[str, Any]:
+def reconcile_local(paths: Sequence[str | Path], *, max_instances: int = 100) -> RunResults:
     """Run `checker.analyse` on each run directory's sends.parquet / polls.parquet (its history.jsonl when it
     has no tables) and merge the results."""
     from kafka_chaos.checker import HistoryError, analyse, read_tables
@@ -29,13 +30,11 @@ def reconcile_local(paths: Sequence[str | Path], *, max_instances: int = 100) ->
     started = time.monotonic()
     prefixed = len(paths) > 1
     merged: dict[str, Any] = {
-        "valid": True,
-        "complete": True,
         "anomaly_counts": {},
         "anomalies": {},
-        "violations": [],
         "stats": {"engine": "pandas", "runs": [], "per_run": {}},
     }
+    complete = []
     for raw in paths:
         run_dir = Path(raw)
         run = run_dir.name
@@ -47,23 +46,22 @@ def reconcile_local(paths: Sequence[str | Path], *, max_instances: int = 100) ->
                 sends, polls = tables.sends, tables.polls
         except HistoryError as err:
             raise SparkReconcileError(str(err)) from None
-        result = analyse(sends, polls).to_dict()
-        merged["valid"] &= result["valid"]
-        merged["complete"] &= result["complete"]
+        analysis = analyse(sends, polls)
+        complete.append(analysis.complete)
+        result = analysis.to_dict()
         merged["stats"]["runs"].append(run)
         merged["stats"]["per_run"][run] = result["stats"]
         for name, count in result["anomaly_counts"].items():
             merged["anomaly_counts"][name] = merged["anomaly_counts"].get(name, 0) + count
         for name, instances in result["anomalies"].items():
             merged["anomalies"].setdefault(name, []).extend(_prefix(i, run, prefixed) for i in instances)
-        merged["violations"].extend(_prefix(v, run, prefixed) for v in result["violations"])
         for name, why in result.get("not_checked", {}).items():
             merged.setdefault("not_checked", {}).setdefault(name, why)
     for instances in merged["anomalies"].values():
         instances.sort(key=lambda i: (i["key"], i.get("value", -1), i.get("offset", -1)))
         del instances[max_instances:]
     merged["stats"]["seconds"] = round(time.monotonic() - started, 3)
-    return merged
+    return RunResults.of(merged).finish(complete=complete)
 
 
 def _prefix(instance: dict[str, Any], run: str, prefixed: bool) -> dict[str, Any]:

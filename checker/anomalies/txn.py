@@ -111,7 +111,7 @@ def _isin_times(x: I64, times: I64) -> BOOL:
 
 
 NO_TRANSACTIONS = "no transactions in this history"
-NO_HISTORY = ("needs the history's transactions (checker.run reads them); the tables alone do not link a "
+NO_HISTORY = ("needs the history's transactions (checker.check reads them); the tables alone do not link a "
               "transaction's sends to its polls")
 
 

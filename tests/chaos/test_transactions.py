@@ -339,7 +339,7 @@ def test_librdkafka_reuses_an_aborted_sends_sequence_and_the_next_commit_is_lost
     assert acked[4] == uncommitted[3], "4 was written: librdkafka did not reuse the aborted send's sequence"
     assert 4 not in committed and committed == [1, 2, 5], committed
     # the model's expectation beside it
-    r = check_run(run_dir, write=False)
+    r = check_run(run_dir, write=False).to_json_dict()
     marked = {name: [i.get("reused_sequence", {}).get("value") for i in r["anomalies"].get(name, [])]
               for name in ("lost-write", "unseen", "inconsistent-offsets")}
     assert marked == {"lost-write": [4], "unseen": [4], "inconsistent-offsets": [4]}, marked

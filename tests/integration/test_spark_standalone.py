@@ -25,7 +25,7 @@ sys.path.insert(0, str(SPARK_TESTS))
 from spark_corpus import CORPUS  # noqa: E402
 from spark_helpers import FIELDS, core  # noqa: E402
 
-from kafka_chaos.checker.run import check_run  # noqa: E402
+from kafka_chaos.checker.check import check_run  # noqa: E402
 
 
 def free_port() -> int:
@@ -120,7 +120,7 @@ def test_reconcile_on_a_standalone_cluster_gives_the_checkers_answer(standalone:
     expected: dict[str, Any] = {"anomaly_counts": {}, "anomalies": {}}
     checker_violations = set()
     for run in runs:
-        mine = check_run(run, write=False)
+        mine = check_run(run, write=False).to_json_dict()
         for name, n in mine["anomaly_counts"].items():
             expected["anomaly_counts"][name] = expected["anomaly_counts"].get(name, 0) + n
         for name, instances in mine["anomalies"].items():

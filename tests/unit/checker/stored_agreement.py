@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kafka_chaos.checker.run import check_run
+from kafka_chaos.checker.check import check_run
 from kafka_chaos.checker.schema import POLLS_SCHEMA, SENDS_SCHEMA
 from kafka_chaos.checker.stored_tables import TableBuilder, read_stored_tables, stored_schema
 from kafka_chaos.checker.tables import HistoryTables, history_to_tables
@@ -63,6 +63,6 @@ def assert_stored_agrees(text: str) -> None:
 def _checked(run_dir: Path) -> str:
     """The check's result as JSON, or the error it stopped with (some histories are refused on purpose)."""
     try:
-        return json.dumps(check_run(run_dir, write=False), sort_keys=True, default=str)
+        return json.dumps(check_run(run_dir, write=False).to_json_dict(), sort_keys=True, default=str)
     except HistoryError as err:
         return f"HistoryError: {err}"

@@ -41,7 +41,7 @@ def no_reference_model(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def check(h: History, tmp_path: Path) -> dict[str, Any]:
     h.drain()
-    return check_run(h.write(tmp_path / "run"), write=False)
+    return check_run(h.write(tmp_path / "run"), write=False).to_json_dict()
 
 
 def only(result: dict[str, Any], *names: str) -> list[dict[str, Any]]:

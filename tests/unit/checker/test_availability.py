@@ -243,7 +243,7 @@ def test_check_run_writes_availability_and_expect_fails_the_run(tmp_path: Path) 
     assert i >= 0
     h.poll(1, {K: [(o, o) for o in range(5)] + [(9, 9)]})
     h.drain()
-    result = check_run(h.write(tmp_path / "run"), write=False)
+    result = check_run(h.write(tmp_path / "run"), write=False).to_json_dict()
     avail = result["availability"]
     assert avail["share"] < 1
     assert any(w["kind"] == "send" and w["key"] == K for w in avail["windows"])
@@ -270,7 +270,7 @@ def test_without_node_logs_fencing_comes_from_the_sampled_registrations(tmp_path
     (run / "state.jsonl").write_bytes(
         sample(stall, [], stall) + sample(stall + S, [], stall)  # the same read repeated: no event
         + sample(stall + 2 * S, [2], stall + 2 * S) + sample(stall + 5 * S, [], stall + 5 * S))
-    result = check_run(run, write=True)
+    result = check_run(run, write=True).to_json_dict()
     window = next(w for w in result["availability"]["windows"] if w["key"] == K and w["kind"] == "send")
     assert any(c.startswith(f"{(stall + 2 * S) / S:.1f}s node 2: broker 2 fenced (DescribeCluster")
                for c in window["causes"]), window["causes"]

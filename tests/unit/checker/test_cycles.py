@@ -16,7 +16,7 @@ K2 = "chaos/2"
 
 def check(h: History, tmp_path: Path) -> dict[str, Any]:
     h.drain()
-    return check_run(h.write(tmp_path / "run"), write=False)
+    return check_run(h.write(tmp_path / "run"), write=False).to_json_dict()
 
 
 def sends(*records: tuple[str, int, int]) -> tuple[list[Any], list[Any]]:
@@ -211,7 +211,7 @@ def test_read_committed_skip_over_aborted_records_is_no_poll_skip_but_over_commi
 def test_a_history_without_transactions_is_read_once_with_the_same_result(tmp_path: Path, monkeypatch: Any) -> None:
     """A failed plain send read by a read_uncommitted and a read_committed consumer: G1a for both, with each
     reader's isolation from its `assign` — taken from the first pass, the file is not read a second time."""
-    from kafka_chaos.checker import run as checker_run
+    from kafka_chaos.checker import check as checker_check
     from kafka_chaos.checker.tables import HistoryMeta
 
     h = History()
@@ -226,13 +226,13 @@ def test_a_history_without_transactions_is_read_once_with_the_same_result(tmp_pa
     run_dir = h.write(tmp_path / "run")
     with monkeypatch.context() as m:  # the reference: the second pass forced, as for a transactional history
         m.setattr(HistoryMeta, "has_transactions", property(lambda _: True))
-        read_twice = check_run(run_dir, write=False)
+        read_twice = check_run(run_dir, write=False).to_json_dict()
 
     def second_pass(path: Path) -> Any:
         raise AssertionError(f"{path} read a second time for a history without txn ops")
 
-    monkeypatch.setattr(checker_run, "read_txn_history", second_pass)
-    read_once = check_run(run_dir, write=False)
+    monkeypatch.setattr(checker_check, "read_txn_history", second_pass)
+    read_once = check_run(run_dir, write=False).to_json_dict()
     assert sorted(i["isolation"] for i in read_once["anomalies"]["G1a"]) == ["read_committed", "read_uncommitted"]
     assert read_once["anomalies"] == read_twice["anomalies"] and read_once["violations"] == read_twice["violations"]
     assert read_once["not_checked"] == read_twice["not_checked"]

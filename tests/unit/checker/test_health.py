@@ -55,7 +55,7 @@ def test_consumer_lag_leaves_out_the_final_drain(tmp_path) -> None:
     h.poll(2, {K: [(0, 1)]})  # the drain's first poll: 30 s behind the acknowledged offset 1
     h.poll(2, {K: [(1, 2)]})
     h.drain()
-    results = check_run(h.write(tmp_path / "run"))
+    results = check_run(h.write(tmp_path / "run")).to_json_dict()
     lag = results["stats"]["realtime_lag"]
     assert lag["max_ns"] < S, lag  # without the drain-start cut it would be ~30 s
     assert results["run"]["drain_start"] is not None

@@ -81,8 +81,8 @@ def findings(r: dict[str, Any]) -> dict[str, list[tuple[Any, ...]]]:
 
 
 def test_a_jepsen_history_gives_the_anomalies_of_the_same_history_in_jsonl(tmp_path: Path) -> None:
-    from_edn = check_run(import_jepsen(store(tmp_path), tmp_path / "edn"), write=False)
-    from_jsonl = check_run(mirror().write(tmp_path / "jsonl"), write=False)
+    from_edn = check_run(import_jepsen(store(tmp_path), tmp_path / "edn"), write=False).to_json_dict()
+    from_jsonl = check_run(mirror().write(tmp_path / "jsonl"), write=False).to_json_dict()
     assert from_edn["anomaly_counts"] == from_jsonl["anomaly_counts"]
     assert {"lost-write", "duplicate"} <= set(from_edn["anomaly_counts"]), from_edn["anomaly_counts"]
     assert findings(from_edn) == findings(from_jsonl)
@@ -109,25 +109,25 @@ def test_a_rebalance_log_keeps_its_keys_named_as_kafka_chaos_names_them(tmp_path
     events = [json.loads(line) for line in (run / "history.jsonl").read_text().splitlines()]
     assert events[19]["rebalance_log"] == [{"keys": [T0, T1]}]
     assert_agree((run / "history.jsonl").read_text())
-    plain_run = check_run(import_jepsen(store(tmp_path / "p"), tmp_path / "p1"), write=False)
-    rebalanced = check_run(run, write=False)
+    plain_run = check_run(import_jepsen(store(tmp_path / "p"), tmp_path / "p1"), write=False).to_json_dict()
+    rebalanced = check_run(run, write=False).to_json_dict()
     assert "int-poll-skip" in plain_run["anomaly_counts"] and "int-poll-skip" not in rebalanced["anomaly_counts"]
 
 
 def test_one_edn_vector_of_ops_reads_like_one_op_per_line(tmp_path: Path) -> None:
     lines = [line for line in EDN.splitlines() if not line.startswith("#")]
     as_vector = check_run(import_jepsen(store(tmp_path / "v", "[" + "\n ".join(lines) + "]\n"), tmp_path / "v1"),
-                          write=False)
+                          write=False).to_json_dict()
     per_line = check_run(import_jepsen(store(tmp_path / "l", "\n".join(lines) + "\n"), tmp_path / "l1"),
-                         write=False)
+                         write=False).to_json_dict()
     assert findings(as_vector) == findings(per_line) and as_vector["anomaly_counts"]
 
 
 def test_a_configuration_gives_the_models_verdicts(tmp_path: Path) -> None:
     config = {"topic": {"replication_factor": 3, "min_insync_replicas": 2},
               "workload": {"acks": "all", "idempotence": True}}
-    known = check_run(import_jepsen(store(tmp_path), tmp_path / "known", config=config), write=False)
-    unknown = check_run(import_jepsen(store(tmp_path), tmp_path / "unknown"), write=False)
+    known = check_run(import_jepsen(store(tmp_path), tmp_path / "known", config=config), write=False).to_json_dict()
+    unknown = check_run(import_jepsen(store(tmp_path), tmp_path / "unknown"), write=False).to_json_dict()
     (lost,) = [v for v in known["violations"] if v["name"] == "lost-write"]
     assert "min.insync.replicas=2 and RF=3" in lost["reason"] and "unknown" not in lost["reason"], lost
     (guessed,) = [v for v in unknown["violations"] if v["name"] == "lost-write"]

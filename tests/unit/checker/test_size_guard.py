@@ -1,4 +1,4 @@
-"""`kafka-chaos check` refuses, before parsing, a history too large for the memory available (checker.run
+"""`kafka-chaos check` refuses, before parsing, a history too large for the memory available (checker.check
 .refuse_if_too_large), naming the Spark command; `--force` checks it anyway."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-import kafka_chaos.checker.run as checker_run
+import kafka_chaos.checker.check as checker_check
 from kafka_chaos.checker.stored_tables import TableBuilder
 from kafka_chaos.harness.cli import main
 
@@ -33,9 +33,9 @@ def _check(run_dir: Path, *flags: str, monkeypatch: pytest.MonkeyPatch) -> int:
 
 def test_estimate_counts_lines_from_the_size(tmp_path: Path) -> None:
     (tmp_path / "history.jsonl").write_text(LINES * 100)
-    lines, need = checker_run.estimate_check(tmp_path / "history.jsonl")
+    lines, need = checker_check.estimate_check(tmp_path / "history.jsonl")
     assert lines == 500
-    assert need == checker_run.BASE_BYTES + checker_run.BYTES_PER_LINE * 500
+    assert need == checker_check.BASE_BYTES + checker_check.BYTES_PER_LINE * 500
 
 
 def test_a_run_that_stored_its_tables_is_estimated_to_need_less(tmp_path: Path) -> None:
@@ -45,22 +45,22 @@ def test_a_run_that_stored_its_tables_is_estimated_to_need_less(tmp_path: Path) 
             fh.write(line)
             builder.feed(line)
     builder.store(tmp_path)
-    assert checker_run._looks_stored(tmp_path)
-    lines, need = checker_run.estimate_check(tmp_path / "history.jsonl", stored=True)
-    parsed_need = checker_run.estimate_check(tmp_path / "history.jsonl")[1]
-    assert lines == 500 and need == checker_run.BASE_BYTES + checker_run.STORED_BYTES_PER_LINE * 500 < parsed_need
+    assert checker_check._looks_stored(tmp_path)
+    lines, need = checker_check.estimate_check(tmp_path / "history.jsonl", stored=True)
+    parsed_need = checker_check.estimate_check(tmp_path / "history.jsonl")[1]
+    assert lines == 500 and need == checker_check.BASE_BYTES + checker_check.STORED_BYTES_PER_LINE * 500 < parsed_need
     later = (tmp_path / "tables.json").stat().st_mtime_ns + 10**9
     os.utime(tmp_path / "history.jsonl", ns=(later, later))  # rewritten since: the tables may not be its own
-    assert not checker_run._looks_stored(tmp_path)
+    assert not checker_check._looks_stored(tmp_path)
 
 
 def test_too_large_is_refused_up_front_with_the_spark_command(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (tmp_path / "history.jsonl").write_text(LINES)
-    monkeypatch.setattr(checker_run, "available_memory", lambda: checker_run.BASE_BYTES)  # a fake threshold
+    monkeypatch.setattr(checker_check, "available_memory", lambda: checker_check.BASE_BYTES)  # a fake threshold
     parsed: list[Path] = []
-    monkeypatch.setattr(checker_run, "history_to_tables", lambda p: parsed.append(p))
+    monkeypatch.setattr(checker_check, "history_to_tables", lambda p: parsed.append(p))
     assert _check(tmp_path, monkeypatch=monkeypatch) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and "about 5 lines" in err
@@ -72,10 +72,10 @@ def test_force_checks_it_anyway_and_enough_memory_is_not_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (tmp_path / "history.jsonl").write_text(LINES)
-    monkeypatch.setattr(checker_run, "available_memory", lambda: checker_run.BASE_BYTES)
+    monkeypatch.setattr(checker_check, "available_memory", lambda: checker_check.BASE_BYTES)
     assert _check(tmp_path, "--force", monkeypatch=monkeypatch) == 0
     assert (tmp_path / "results.json").exists()
     (tmp_path / "results.json").unlink()
-    monkeypatch.setattr(checker_run, "available_memory", lambda: 1 << 40)
+    monkeypatch.setattr(checker_check, "available_memory", lambda: 1 << 40)
     assert _check(tmp_path, monkeypatch=monkeypatch) == 0
     assert (tmp_path / "results.json").exists()

@@ -11,7 +11,7 @@ from checker_histories import K1, K
 from stored_agreement import assert_same_tables
 
 import kafka_chaos.checker.analysis
-import kafka_chaos.checker.run
+import kafka_chaos.checker.check
 from kafka_chaos.checker import HistoryError, check_run, history_to_tables
 from kafka_chaos.checker.stored_tables import TableBuilder, read_stored_tables
 from kafka_chaos.history import History
@@ -54,13 +54,13 @@ def test_a_run_stores_what_parsing_its_history_gives(tmp_path: Path) -> None:
 
 def test_check_reads_the_stored_tables_instead_of_parsing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     record_run(tmp_path, lost=True)
-    parsed = check_run(tmp_path, write=False)
+    parsed = check_run(tmp_path, write=False).to_json_dict()
 
     def no_parse(path: Path) -> None:
         raise AssertionError(f"parsed {path}")
 
-    monkeypatch.setattr(kafka_chaos.checker.run, "history_to_tables", no_parse)
-    stored = check_run(tmp_path)
+    monkeypatch.setattr(kafka_chaos.checker.check, "history_to_tables", no_parse)
+    stored = check_run(tmp_path).to_json_dict()
     assert stored["anomaly_counts"]["lost-write"] == 1
     assert json.dumps(stored, sort_keys=True, default=str) == json.dumps(parsed, sort_keys=True, default=str)
 
@@ -71,7 +71,7 @@ def test_a_history_changed_after_storing_is_parsed_again(tmp_path: Path) -> None
         fh.write(json.dumps({"index": 99, "time": 10**9, "process": 1, "type": "invoke", "f": "send",
                              "value": [["send", K, 100]]}) + "\n")
     assert read_stored_tables(tmp_path) is None
-    assert check_run(tmp_path)["run"]["op_counts"]["send"]["info"] == 2
+    assert check_run(tmp_path).to_json_dict()["run"]["op_counts"]["send"]["info"] == 2
     assert read_stored_tables(tmp_path) is not None  # the check stored what it parsed
 
 
@@ -81,7 +81,7 @@ def test_nothing_is_stored_for_a_history_the_builder_did_not_see_whole(tmp_path:
     record_run(tmp_path)  # appends to the line written before it
     assert not (tmp_path / TABLES_FILE).exists()
     lines = (tmp_path / HISTORY_FILE).read_text().count("\n")
-    assert lines == 22 and check_run(tmp_path)["run"]["events"] == lines
+    assert lines == 22 and check_run(tmp_path).to_json_dict()["run"]["events"] == lines
 
 
 def test_a_history_the_parser_refuses_stores_nothing_and_check_names_the_line(tmp_path: Path) -> None:
@@ -93,7 +93,7 @@ def test_a_history_the_parser_refuses_stores_nothing_and_check_names_the_line(tm
     builder.store(tmp_path)
     assert not (tmp_path / TABLES_FILE).exists()
     with pytest.raises(HistoryError, match="line 2: f 'sned'"):
-        check_run(tmp_path)
+        check_run(tmp_path).to_json_dict()
 
 
 def test_stored_tables_of_another_layout_are_ignored(tmp_path: Path) -> None:
@@ -110,4 +110,4 @@ def test_a_damaged_arrow_table_is_not_read(tmp_path: Path) -> None:
     sends = tmp_path / SENDS_ARROW_FILE
     sends.write_bytes(sends.read_bytes()[:100])
     assert read_stored_tables(tmp_path) is None
-    assert check_run(tmp_path)["run"]["op_counts"]["send"]["ok"] == 6
+    assert check_run(tmp_path).to_json_dict()["run"]["op_counts"]["send"]["ok"] == 6

@@ -87,7 +87,7 @@ def test_a_cut_last_line_is_dropped_and_the_run_is_incomplete(tmp_path: Path) ->
     t = history_to_tables(run)
     assert t.meta.truncated and not t.meta.complete and t.meta.drain_complete is None
     assert t.meta.events == len(h.events) - 1
-    r = check_run(run)
+    r = check_run(run).to_json_dict()
     assert r["complete"] is False and r["run"]["truncated"] is True
     assert r["valid"] is True and r["anomaly_counts"] == {}
 
@@ -102,7 +102,7 @@ def test_a_cut_in_the_middle_of_an_op_leaves_it_unfinished(tmp_path: Path) -> No
     assert row == [{"value": 9, "key": K, "offset": None, "process": 0, "op_index": inv, "type": "info",
                     "invoke_time": h.events[inv]["time"], "complete_time": None}]  # fmt: skip
     assert t.meta.op_counts["send"]["unfinished"] == 1 and t.meta.op_counts["send"]["info"] == 1
-    r = check_run(run)
+    r = check_run(run).to_json_dict()
     assert r["complete"] is False and r["anomaly_counts"] == {}  # info sends are never unseen
 
 
@@ -164,14 +164,14 @@ def test_missing_history_says_what_to_do(tmp_path: Path) -> None:
     with pytest.raises(HistoryError, match=r"history\.jsonl"):
         history_to_tables(tmp_path)
     with pytest.raises(HistoryError, match="no run directory"):
-        check_run(tmp_path / "nope")
+        check_run(tmp_path / "nope").to_json_dict()
 
 
 def test_check_run_writes_parquet_and_results(tmp_path: Path) -> None:
     h = clean()
     h.drain()
     run = h.write(tmp_path)
-    r = check_run(run)
+    r = check_run(run).to_json_dict()
     on_disk = json.loads((run / "results.json").read_text())
     assert on_disk["valid"] is True and on_disk["complete"] is True
     assert set(on_disk) >= {"valid", "complete", "anomaly_counts", "anomalies", "violations", "stats"}
@@ -185,7 +185,7 @@ def test_check_run_without_write_writes_nothing(tmp_path: Path) -> None:
     h = clean()
     h.drain()
     run = h.write(tmp_path)
-    check_run(run, write=False)
+    check_run(run, write=False).to_json_dict()
     assert sorted(p.name for p in run.iterdir()) == ["history.jsonl"]
 
 
@@ -240,7 +240,7 @@ def test_verdicts_come_from_the_reference_model(tmp_path: Path, monkeypatch: pyt
     h.poll(2, {K: [(2, 3)]})
     h.nemesis("kill", {"nodes": [1]})
     h.drain()
-    r = check_run(h.write(tmp_path), write=False)
+    r = check_run(h.write(tmp_path), write=False).to_json_dict()
     assert [c[0] for c in calls] == ["lost-write", "unseen"]
     assert calls[0][2] == {"acks": "1"} and [w.f for w in calls[0][3].windows] == ["kill"]
     assert r["anomalies"]["unseen"][0]["verdict"] == "permitted"

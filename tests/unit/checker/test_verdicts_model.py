@@ -35,7 +35,7 @@ def lost_write_run(tmp_path: Path, acks: str, *, kill: bool) -> dict[str, Any]:
     if kill:
         h.nemesis("restart", {"nodes": [1]})
     h.drain()
-    return check_run(h.write(tmp_path / f"{acks}-{kill}"), write=False)
+    return check_run(h.write(tmp_path / f"{acks}-{kill}"), write=False).to_json_dict()
 
 
 def test_acks_1_may_lose_a_write_when_the_leader_crashes(tmp_path: Path) -> None:
@@ -63,7 +63,7 @@ def test_unseen_in_an_incomplete_run_is_permitted(tmp_path: Path) -> None:
     h.send(0, K, 2, 1)
     h.poll(1, {K: [(0, 1)]})
     h.drain(ok=False)
-    r = check_run(h.write(tmp_path), write=False)
+    r = check_run(h.write(tmp_path), write=False).to_json_dict()
     (unseen,) = r["anomalies"]["unseen"]
     assert r["complete"] is False
     assert unseen["verdict"] == "permitted" and unseen["reason"] == INCOMPLETE_UNSEEN
@@ -82,5 +82,5 @@ def test_state_samples_feed_conformance(tmp_path: Path) -> None:
     (run / "state.jsonl").write_text(
         "".join(json.dumps({"time": t, **sample}) + "\n" for t in (500, 1500, 2500)) + '{"time": 30'
     )
-    r = check_run(run, write=False)
+    r = check_run(run, write=False).to_json_dict()
     assert r["conformance"]["anomaly_counts"] == {} and r["violations"] == []

@@ -4,6 +4,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from kafka_chaos.checker.results import RunResults
+from kafka_chaos.errors import ResultsError
 from kafka_chaos.harness.reconcile import judge_reconciled
 
 ISOLATION = {
@@ -24,7 +28,7 @@ def run_dir(root: Path, name: str, acks: str, faults: dict[str, Any] | None) -> 
                        "workload": {"acks": acks}}}
     (d / "history.jsonl").write_text(json.dumps(start) + "\n")
     if faults is not None:
-        (d / "results.json").write_text(json.dumps({"faults": faults}))
+        RunResults.of({"faults": faults}).finish(complete=[True]).save(d)
     return str(d)
 
 
@@ -32,64 +36,64 @@ def lost(key: str, value: int) -> dict[str, Any]:
     return {"key": key, "value": value, "offset": value, "process": 1}
 
 
+def reconciled(anomalies: dict[str, list[dict[str, Any]]]) -> RunResults:
+    """What an engine returns: its instances listed, not yet judged."""
+    counts = {name: len(instances) for name, instances in anomalies.items()}
+    return RunResults.of({"anomaly_counts": counts, "anomalies": anomalies}).finish(complete=[True])
+
+
 def test_lost_write_is_permitted_for_acks_1_with_leader_isolation(tmp_path: Path) -> None:
     run = run_dir(tmp_path, "acks1", "1", ISOLATION)
-    result: dict[str, Any] = {"complete": True, "anomalies": {"lost-write": [lost("t/0", 4)]}, "violations": []}
-    judge_reconciled(result, [run])
-    instance = result["anomalies"]["lost-write"][0]
-    assert instance["verdict"] == "permitted" and "acks=1" in instance["reason"]
-    assert result["violations"] == []
+    result = judge_reconciled(reconciled({"lost-write": [lost("t/0", 4)]}), [run])
+    instance = result.anomalies["lost-write"][0]
+    assert instance.verdict == "permitted" and "acks=1" in (instance.reason or "")
+    assert result.violations == [] and result.valid is False  # Jepsen's validity still counts the loss
 
 
 def test_lost_write_is_a_violation_for_acks_all(tmp_path: Path) -> None:
     run = run_dir(tmp_path, "acksall", "all", ISOLATION)
-    result: dict[str, Any] = {"complete": True, "anomalies": {"lost-write": [lost("t/0", 4)]}, "violations": []}
-    judge_reconciled(result, [run])
-    assert [(v["name"], v["key"], v["value"]) for v in result["violations"]] == [("lost-write", "t/0", 4)]
+    result = judge_reconciled(reconciled({"lost-write": [lost("t/0", 4)]}), [run])
+    assert [(v.name, v.key, v.value) for v in result.violations] == [("lost-write", "t/0", 4)]
 
 
 def test_several_runs_are_judged_each_by_its_own_configuration(tmp_path: Path) -> None:
     runs = [run_dir(tmp_path, "acks1", "1", ISOLATION), run_dir(tmp_path, "acksall", "all", ISOLATION)]
-    result: dict[str, Any] = {
-        "complete": True,
-        "anomalies": {"lost-write": [lost("acks1/t/0", 4), lost("acksall/t/0", 7)]},
-        "violations": [],
-    }
-    judge_reconciled(result, runs)
-    verdicts = {i["key"]: i["verdict"] for i in result["anomalies"]["lost-write"]}
+    result = judge_reconciled(reconciled({"lost-write": [lost("acks1/t/0", 4), lost("acksall/t/0", 7)]}), runs)
+    verdicts = {i.key: i.verdict for i in result.anomalies["lost-write"]}
     assert verdicts == {"acks1/t/0": "permitted", "acksall/t/0": "violation"}
-    assert [v["key"] for v in result["violations"]] == ["acksall/t/0"]
+    assert [v.key for v in result.violations] == ["acksall/t/0"]
 
 
-def test_spark_duplicates_get_their_send_duration_from_the_sends_table(tmp_path: Path) -> None:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
+def test_a_duplicate_is_judged_by_the_send_duration_the_engine_filled(tmp_path: Path) -> None:
     run = run_dir(tmp_path, "slow", "all", ISOLATION)
     start = json.loads((tmp_path / "slow" / "history.jsonl").read_text())
     start["value"]["workload"].update(idempotence=True, request_timeout_ms=5000)
     (tmp_path / "slow" / "history.jsonl").write_text(json.dumps(start) + "\n")
-    pq.write_table(
-        pa.table({"key": ["t/0", "t/0", "t/0"], "value": [7, 7, 8], "invoke_time": [0, 1, 2],
-                  "complete_time": [6_000_000_000, None, 1_000_000]}),
-        tmp_path / "slow" / "sends.parquet",
-    )
-    slow = {"key": "t/0", "value": 7, "count": 2, "offsets": [3, 5]}
-    quick = {"key": "t/0", "value": 8, "count": 2, "offsets": [4, 6]}
-    result: dict[str, Any] = {"complete": True, "anomalies": {"duplicate": [slow, quick]}, "violations": []}
-    judge_reconciled(result, [run])
-    assert (slow["send_ms"], slow["verdict"]) == (6000, "permitted")
-    assert (quick["send_ms"], quick["verdict"]) == (0, "violation")
+    slow = {"key": "t/0", "value": 7, "count": 2, "offsets": [3, 5], "send_ms": 6000}
+    quick = {"key": "t/0", "value": 8, "count": 2, "offsets": [4, 6], "send_ms": 0}
+    result = judge_reconciled(reconciled({"duplicate": [slow, quick]}), [run])
+    assert [(i.value, i.verdict) for i in result.anomalies["duplicate"]] == [(7, "permitted"), (8, "violation")]
+
+
+def test_a_damaged_results_json_is_refused_not_guessed(tmp_path: Path) -> None:
+    """The faults come from results.json through RunResults.load; a damaged file is judged as no file (the
+    reasons then say no faults were recorded), and loading it says what is wrong."""
+    run = run_dir(tmp_path, "acks1", "1", ISOLATION)
+    (Path(run) / "results.json").write_text('{"valid": true, "complete": tr')
+    with pytest.raises(ResultsError, match="is damaged"):
+        RunResults.load(Path(run))
+    result = judge_reconciled(reconciled({"lost-write": [lost("t/0", 4)]}), [run])
+    assert result.anomalies["lost-write"][0].verdict == "violation"  # acks=1 without a fault loses nothing
 
 
 def test_the_terminal_table_counts_violations_and_permitted_per_anomaly() -> None:
     from kafka_chaos.harness.cli import verdict_rows
 
-    results = {
+    results = RunResults.of({
         "anomalies": {"lost-write": [{"verdict": "violation"}, {"verdict": "permitted"}, {"verdict": "violation"}],
                       "duplicate": [{"verdict": "permitted"}]},
         "conformance": {"anomalies": {"follower-kept-in-isr": [{"verdict": "violation"}]}},
-    }
+    })
     assert verdict_rows(results) == [("duplicate", 1, 0, 1), ("lost-write", 3, 2, 1),
                                      ("follower-kept-in-isr (conformance)", 1, 1, 0)]
-    assert verdict_rows({"anomalies": {}}) == []
+    assert verdict_rows(RunResults.of({"anomalies": {}})) == []

@@ -15,6 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from kafka_chaos.checker.results import RunResults
 from kafka_chaos.errors import ScenarioError
 from kafka_chaos.harness import campaign as campaign_mod
 from kafka_chaos.harness.campaign import Campaign, PlannedRun, _write_outputs, load_campaign, run_campaign, shard_of
@@ -107,8 +108,9 @@ def _fake_runs(monkeypatch: pytest.MonkeyPatch, failing: set[str]) -> list[str]:
         run_dir.mkdir(parents=True)
         violations = [{"name": "lost-write", "key": "k", "reason": "gone"}] if scenario.name in failing else []
         return RunResult(f"run-{scenario.name}", run_dir, scenario,
-                         {"valid": not violations, "complete": True, "violations": violations,
-                          "anomaly_counts": {"lost-write": len(violations)}})
+                         RunResults.model_validate({"valid": not violations, "complete": True,
+                                                    "violations": violations,
+                                                    "anomaly_counts": {"lost-write": len(violations)}}))
 
     monkeypatch.setattr(campaign_mod, "run_scenario", fake_run)
     return ran

@@ -41,7 +41,8 @@ def _run_dir(tmp_path: Path, *, counts: dict[str, int] | None = None, violations
     run_dir.mkdir(parents=True)
     s = _scenario()
     write_resolved(run_dir, s, plan(s.faults, s.duration_s, s.seed), run_id="run", image_id="sha256:x")
-    results = {"anomaly_counts": counts if counts is not None else {"lost-write": 3},
+    results = {"valid": not violations, "complete": True,
+               "anomaly_counts": counts if counts is not None else {"lost-write": 3},
                "violations": [{"name": "lost-write"}] if violations else []}
     (run_dir / "results.json").write_text(json.dumps(results))
     return run_dir
@@ -154,6 +155,8 @@ def test_resume_continues_where_it_stopped(tmp_path):
         ("failed", "lost-writes", "is not an anomaly kafka-chaos knows"),
         ("no-resolved", None, "holds no scenario.resolved.toml"),
         ("missing", None, "is not a folder"),
+        ("unchecked", None, "the run was never checked"),
+        ("damaged", None, "is damaged"),
     ],
 )
 def test_bad_input_is_one_paragraph(tmp_path, setup, until, says):
@@ -165,6 +168,10 @@ def test_bad_input_is_one_paragraph(tmp_path, setup, until, says):
         run_dir = _run_dir(tmp_path)
         if setup == "no-resolved":
             (run_dir / "scenario.resolved.toml").unlink()
+        elif setup == "unchecked":
+            (run_dir / "results.json").unlink()
+        elif setup == "damaged":
+            (run_dir / "results.json").write_text('{"valid": tru')  # cut off as it was written
     with pytest.raises(ShrinkError) as err:
         Shrinker(run_dir, until=until, runner=Runner())
     assert says in str(err.value) and "\n" not in str(err.value)
@@ -221,3 +228,12 @@ def test_only_the_chosen_steps_run(tmp_path):
     assert all(p.duration_s == 4 for p in faults_of(minimal))
     with pytest.raises(ShrinkError, match="unknown"):
         Shrinker(_run_dir(tmp_path / "b"), steps=("ddmin", "faster"), runner=Runner())
+
+
+def test_cli_damaged_results_json_is_a_message_not_a_traceback(tmp_path):
+    run_dir = _run_dir(tmp_path)
+    (run_dir / "results.json").write_text('{"valid": false, "anomaly_co')
+    proc = subprocess.run([sys.executable, "-m", "kafka_chaos.harness.cli", "shrink", str(run_dir)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert "results.json is damaged" in proc.stderr and "Traceback" not in proc.stderr

@@ -73,7 +73,7 @@ def test_expected_anomalies_are_what_the_checker_finds(tmp_path, config, faults)
     for seed in range(4):
         events, expected = synthetic_history(config, faults, 50, seed, partitions=2)
         (tmp_path / "history.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
-        result = check_run(tmp_path, write=False)
+        result = check_run(tmp_path, write=False).to_json_dict()
         found: dict[str, set[int]] = defaultdict(set)
         for name, instances in result["anomalies"].items():
             for inst in instances:

@@ -131,13 +131,13 @@ def test_results_that_do_not_fit_the_model_are_reported_not_guessed(tmp_path: Pa
 
 
 def test_checker_and_spark_results_fit_one_model() -> None:
-    from kafka_chaos.checker.results import RunResults, results_dict
+    from kafka_chaos.checker.results import RunResults
 
     checker_like = {"valid": False, "complete": True, "anomaly_counts": {"lost-write": 1},
                     "anomalies": {"lost-write": [{"key": "t/0", "value": 3, "ops": [1, 9], "verdict": "permitted",
                                                   "reason": "acks=1", "times": [5, 9]}]},
                     "violations": [], "stats": {}, "faults": {"windows": []}}
-    out = results_dict(checker_like)
+    out = RunResults.model_validate(checker_like).to_json_dict()
     assert out["anomalies"]["lost-write"][0]["times"] == [5, 9]  # a kind's own fields are kept
     assert "health" not in out and "availability" not in out  # absent sections stay absent
     assert RunResults.model_validate(out).count("lost-write") == 1

@@ -57,7 +57,7 @@ def test_bad_java_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 def test_missing_run_dir(spark_session: Any, tmp_path: Path) -> None:
     with pytest.raises(SparkReconcileError, match="does not exist") as err:
-        reconcile([str(tmp_path / "nope")], spark=spark_session, progress=False)
+        reconcile([str(tmp_path / "nope")], spark=spark_session, progress=False).to_json_dict()
     assert_clean(str(err.value))
 
 
@@ -66,7 +66,7 @@ def test_missing_table(spark_session: Any, tmp_path: Path) -> None:
     run.mkdir()
     pq.write_table(pa.table({"x": [1]}), run / "sends.parquet")
     with pytest.raises(SparkReconcileError, match=r"holds no history\.jsonl") as err:
-        reconcile([str(run)], spark=spark_session, progress=False)
+        reconcile([str(run)], spark=spark_session, progress=False).to_json_dict()
     assert "sends.parquet and polls.parquet" in str(err.value)
     assert_clean(str(err.value))
 
@@ -77,7 +77,7 @@ def test_empty_history_is_an_empty_incomplete_run(spark_session: Any, tmp_path: 
     run = tmp_path / "run"
     run.mkdir()
     (run / "history.jsonl").write_text("")
-    result = reconcile([str(run)], spark=spark_session, progress=False)
+    result = reconcile([str(run)], spark=spark_session, progress=False).to_json_dict()
     assert result["anomaly_counts"] == {} and result["stats"]["sends"] == 0
     assert result["complete"] is False and result["histories"]["run"]["drain_complete"] is None
 
@@ -87,7 +87,7 @@ def test_malformed_parquet(spark_session: Any, tmp_path: Path) -> None:
     run = write_run(tmp_path / "run", sends, polls)
     (run / "polls.parquet").write_bytes(b"this is not parquet at all")
     with pytest.raises(SparkReconcileError, match="is not a readable Parquet table") as err:
-        reconcile([str(run)], spark=spark_session, progress=False)
+        reconcile([str(run)], spark=spark_session, progress=False).to_json_dict()
     assert_clean(str(err.value))
 
 
@@ -95,7 +95,7 @@ def test_table_with_wrong_columns(spark_session: Any, tmp_path: Path) -> None:
     sends, polls = _tables()
     run = write_run(tmp_path / "run", sends.drop_columns(["offset"]), polls)
     with pytest.raises(SparkReconcileError, match="is not a sends table: no column 'offset'") as err:
-        reconcile([str(run)], spark=spark_session, progress=False)
+        reconcile([str(run)], spark=spark_session, progress=False).to_json_dict()
     assert_clean(str(err.value))
 
 

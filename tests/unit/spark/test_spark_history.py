@@ -18,6 +18,7 @@ from spark_helpers import FIELDS, History, core
 from test_spark_job import merge, prefixed, run_spark
 
 from kafka_chaos.checker import analyse
+from kafka_chaos.checker.results import RunResults
 from kafka_chaos.checker.tables import parse_history
 from kafka_chaos.errors import SparkReconcileError
 from kafka_chaos.harness.reconcile import judge_reconciled
@@ -158,7 +159,7 @@ def test_tables_used_only_when_newer_than_the_history(spark_session: Any, tmp_pa
 def test_verdicts_from_the_history_alone(spark_session: Any, tmp_path: Path) -> None:
     """No results.json: the run-start configuration and the nemesis's fault windows come from Spark's pass
     over the history, so the verdicts are the checker's."""
-    from kafka_chaos.checker.run import check_run
+    from kafka_chaos.checker.check import check_run
 
     h = History()
     h.event("harness", "info", "run-start", {"producer": {"acks": "1"}, "topic": {"replication_factor": 3}})
@@ -172,8 +173,8 @@ def test_verdicts_from_the_history_alone(spark_session: Any, tmp_path: Path) -> 
     run = write_history(tmp_path / "acks1", history_text(h))
     result = run_spark(spark_session, [run])
     assert result["histories"]["acks1"]["faults"]["windows"], "the kill's window"
-    judge_reconciled(result, [str(run)])
-    expected = check_run(run, write=False)
+    result = judge_reconciled(RunResults.model_validate(result), [str(run)]).to_json_dict()
+    expected = check_run(run, write=False).to_json_dict()
     ours = [(i["value"], i["verdict"], i["reason"]) for i in result["anomalies"]["lost-write"]]
     theirs = [(i["value"], i["verdict"], i["reason"]) for i in expected["anomalies"]["lost-write"]]
     assert ours == theirs and ours
@@ -186,7 +187,7 @@ def test_aborted_read_verdicts_follow_the_readers_isolation_as_the_checkers(spar
     the reader's isolation and the writer's txn the checker gives them, so the verdicts are the checker's."""
     from spark_helpers import write_run
 
-    from kafka_chaos.checker.run import check_run
+    from kafka_chaos.checker.check import check_run
 
     runs, expected = [], {}
     for level in ("read_uncommitted", "read_committed"):
@@ -197,7 +198,7 @@ def test_aborted_read_verdicts_follow_the_readers_isolation_as_the_checkers(spar
         text = history_text(h)
         jsonl = write_history(tmp_path / f"{level}-jsonl", text)
         expected[level] = sorted((i["value"], i["verdict"], i["reason"])
-                                 for i in check_run(jsonl, write=False)["anomalies"]["G1a"])
+                                 for i in check_run(jsonl, write=False).to_json_dict()["anomalies"]["G1a"])
         both = write_history(tmp_path / f"{level}-tables", text)
         tables = parse_history(text.encode())
         os.utime(both / "history.jsonl", (1, 1))  # older than the tables: Spark reads the tables
@@ -205,14 +206,13 @@ def test_aborted_read_verdicts_follow_the_readers_isolation_as_the_checkers(spar
         runs += [jsonl, both]
     result = run_spark(spark_session, runs)
     assert result["stats"]["source"] == "history and Parquet"
-    judge_reconciled(result, [str(r) for r in runs])
+    result = judge_reconciled(RunResults.model_validate(result), [str(r) for r in runs]).to_json_dict()
     assert expected["read_uncommitted"] and {v for _, v, _ in expected["read_uncommitted"]} == {"permitted"}
     assert {v for _, v, _ in expected["read_committed"]} == {"violation"}
     separately = {}
     for run in runs[:2]:  # read_uncommitted: every G1a permitted and not bad, so valid as check says
         alone = run_spark(spark_session, [run])
-        judge_reconciled(alone, [str(run)])
-        separately[run.name] = alone["valid"]
+        separately[run.name] = judge_reconciled(RunResults.model_validate(alone), [str(run)]).valid
     assert separately == {"read_uncommitted-jsonl": True, "read_uncommitted-tables": True}
     assert result["valid"] is False  # the read_committed runs' aborted reads are bad
     for run in runs:

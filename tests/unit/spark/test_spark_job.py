@@ -20,7 +20,7 @@ BIG = 10**7
 def run_spark(spark: Any, paths: list[Path], **kw: Any) -> dict[str, Any]:
     kw.setdefault("max_instances", BIG)
     kw.setdefault("max_values", BIG)
-    return reconcile([str(p) for p in paths], spark=spark, progress=False, **kw)
+    return reconcile([str(p) for p in paths], spark=spark, progress=False, **kw).to_json_dict()
 
 
 def checker_analyse() -> Any:
@@ -150,6 +150,25 @@ def test_progress_is_drawn_on_the_given_console(spark_session: Any, tmp_path: Pa
     sends, polls = CORPUS["lost_write"]().tables()
     run = write_run(tmp_path / "r", sends, polls)
     buffer = io.StringIO()
-    result = reconcile([str(run)], spark=spark_session, progress=True, console=Console(file=buffer, width=100))
+    result = reconcile([str(run)], spark=spark_session, progress=True,
+                       console=Console(file=buffer, width=100)).to_json_dict()
     assert result["anomaly_counts"] == {"lost-write": 1, "unseen": 1}
     assert "done in" in buffer.getvalue()
+
+
+def test_duplicates_carry_the_longest_send_of_their_value(spark_session: Any, tmp_path: Path) -> None:
+    """The one place Spark's `duplicate` instances get the checker's `send_ms` (the model judges an idempotent
+    producer's duplicate by it): the longest completed send of the value, from the run's sends."""
+    from spark_helpers import History
+
+    h = History()
+    h.send(0, [("chaos/0", 7, 0)])  # this send's completion comes 6 s after its invoke
+    h.send(1, [("chaos/0", 7, 1)])
+    h.send(0, [("chaos/0", 8, 2)])
+    h.send(1, [("chaos/0", 8, 3)])
+    h.poll(2, {"chaos/0": [(0, 7), (1, 7), (2, 8), (3, 8)]})
+    for event in h.events[1:]:
+        event["time"] += 6_000_000_000
+    sends, polls = h.tables()
+    result = run_spark(spark_session, [write_run(tmp_path / "dup", sends, polls)])
+    assert {i["value"]: i["send_ms"] for i in result["anomalies"]["duplicate"]} == {7: 6000, 8: 0}

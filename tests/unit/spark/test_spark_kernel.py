@@ -71,7 +71,7 @@ def test_pandas_engine_merges_runs_with_prefixed_keys(tmp_path) -> None:
         runs.append(str(write_run(tmp_path / name, sends, polls)))
         for kind, n in analyse(sends, polls).anomaly_counts.items():
             expected[kind] = expected.get(kind, 0) + n
-    result = reconcile_runs(runs, engine="pandas", out=tmp_path / "out")
+    result = reconcile_runs(runs, engine="pandas", out=tmp_path / "out").to_json_dict()
     assert result["anomaly_counts"] == expected
     assert {i["key"] for i in result["anomalies"]["G1a"]} == {"aborted_read/chaos/0"}
     assert (tmp_path / "out" / "reconcile.json").exists()

@@ -1,38 +1,43 @@
-"""`check_run`: a run directory's history → tables (Parquet) → analysis → `results.json`.
+"""`check_run`: a run directory's history → tables (Parquet) → analysis → RunResults → `results.json`.
 
 The only place in the checker that writes files.
 """
 
 from __future__ import annotations
 
-import json
-import os
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kafka_chaos.checker.analysis import analyse, json_default
+from kafka_chaos.checker.analysis import analyse
 from kafka_chaos.checker.anomalies.cycles import TxnHistory, read_txn_history
 from kafka_chaos.checker.availability import availability, expect_violations
 from kafka_chaos.checker.cluster_events import read_events, registration_events, write_events
-from kafka_chaos.checker.faults import faults_from_history
 from kafka_chaos.checker.health import health_summary
-from kafka_chaos.checker.results import results_dict
+from kafka_chaos.checker.results import RunResults
 from kafka_chaos.checker.stored_tables import read_stored_tables, write_stored_tables
 from kafka_chaos.checker.tables import HistoryMeta, history_to_tables, read_state_samples
 from kafka_chaos.errors import HistoryError
+from kafka_chaos.faults.windows import faults_from_history
 from kafka_chaos.rundir import HISTORY_FILE, POLLS_ARROW_FILE, RESULTS_FILE, SENDS_ARROW_FILE, TABLES_FILE
 
+if TYPE_CHECKING:
+    from kafka_chaos.harness.testmap import Checker
 
-def check_run(run_dir: Path, *, write: bool = True, config: Any = None) -> dict[str, Any]:
-    """Check the run in `run_dir` and return docs/architecture.md §4's result dict.
+
+def check_run(run_dir: Path, *, write: bool = True, config: Any = None,
+              checkers: Sequence[Checker] = ()) -> RunResults:
+    """Check the run in `run_dir` and return its RunResults (docs/architecture.md §4), finished.
 
     Reads `history.jsonl` (and `state.jsonl`, the observer's samples, when there is one) — or, when the run
     stored its tables as it wrote the history (checker.stored_tables), those instead of parsing it; with
-    `write`, also writes the tables (when they were parsed here) and `results.json` there. `config` is passed
-    to the verdicts; by default it is the resolved configuration the history's `run-start` event carries (None
-    if it has none). The result also holds `run` (completeness details and op counts), `faults` (the fault windows)
-    and, with state samples, `conformance`.
+    `write`, also writes the tables (when they were parsed here) and `results.json` there, once, after
+    `checkers` (a user's own, harness.testmap.Checker) have read the run: their outputs are kept under
+    `checkers` by class name and their `violations` join the run's. `config` is passed to the verdicts; by
+    default it is the resolved configuration the history's `run-start` event carries (None if it has none). The
+    result also holds `run` (completeness details and op counts), `faults` (the fault windows) and, with state
+    samples, `conformance`.
     """
     run_dir = Path(run_dir)
     if not run_dir.exists():
@@ -67,24 +72,26 @@ def check_run(run_dir: Path, *, write: bool = True, config: Any = None) -> dict[
             extras=tables.extras,
         )
         windows = measured.result()
-    result = analysis.to_dict()
-    result["run"] = meta.to_dict()
-    result["faults"] = faults.to_dict()
+    sections = analysis.to_dict()
+    sections["run"] = meta.to_dict()
+    sections["faults"] = faults.to_dict()
     topic = (meta.run_start or {}).get("topic", {}) if isinstance(meta.run_start, dict) else {}
     health = health_summary(samples, int(topic.get("min_insync_replicas", 1)), meta.end_time)
     if health is not None:
-        result["health"] = health
-    result["availability"] = windows
+        sections["health"] = health
+    sections["availability"] = windows
     expect = (run_config or {}).get("expect") if isinstance(run_config, dict) else None
-    result["violations"] += expect_violations(result["availability"], (expect or {}).get("max_unavailable_s"))
-    if write and run_dir.is_dir():
+    findings = expect_violations(windows, (expect or {}).get("max_unavailable_s"))
+    if write and run_dir.is_dir() and stored is None:  # stored ones are there already, built from this history
         try:
-            if stored is None:  # stored ones are there already, built from this very history
-                write_stored_tables(tables, run_dir)
+            write_stored_tables(tables, run_dir)
         except OSError as e:
             raise HistoryError(f"cannot write results into {run_dir}: {e.strerror or e}") from e
-        write_results(run_dir, result)
-    return result
+    outputs = {type(checker).__name__: checker.check(run_dir) for checker in checkers}
+    results = RunResults.of(sections).finish(complete=[meta.complete], checkers=outputs, findings=findings)
+    if write and run_dir.is_dir():
+        results.save(run_dir / RESULTS_FILE)
+    return results
 
 
 BYTES_PER_LINE = 220
@@ -161,24 +168,12 @@ def _transactions(history: Path, meta: HistoryMeta) -> TxnHistory:
     return TxnHistory(txns=[], isolation=dict(meta.isolation))
 
 
-def write_results(run_dir: Path, result: dict[str, Any]) -> None:
-    """results.json (checked against RunResults), replaced in one step so a reader never sees half of it."""
-    result = results_dict(result)
-    try:
-        tmp = run_dir / (RESULTS_FILE + ".tmp")
-        with tmp.open("w") as fh:
-            json.dump(result, fh, default=json_default, separators=(",", ":"))
-        os.replace(tmp, run_dir / RESULTS_FILE)
-    except OSError as e:
-        raise HistoryError(f"cannot write results into {run_dir}: {e.strerror or e}") from e
-
-
 class JepsenChecker:
     """The default checker as a run part (harness.testmap.Checker): Jepsen's anomalies with the model's verdicts;
     writes the tables and results.json into the run's folder."""
 
     def check(self, run_dir: Path) -> dict[str, Any]:
-        return check_run(run_dir)
+        return check_run(run_dir).to_json_dict()
 
 
 def _cluster_events(run_dir: Path, run_start: dict[str, Any] | None, samples: list[dict[str, Any]] | None, *,
