@@ -212,7 +212,7 @@ def check(
 ) -> None:
     """Check a stored history (also one cut short); writes results.json. Exit 1 on violations."""
     from kafka_chaos.checker.check import refuse_if_too_large
-    from kafka_chaos.harness.check import check_run_dir
+    from kafka_chaos.harness.outputs import check_run_dir
 
     if source not in ("kafka-chaos", "jepsen"):
         raise typer.BadParameter(f"--from must be kafka-chaos or jepsen, not {source!r}")
@@ -239,7 +239,7 @@ def check(
 @app.command()
 def report(run_dir: Annotated[Path, typer.Argument(help="A run's results folder")]) -> None:
     """Rebuild report.html of a stored run (checks it first when results.json is missing)."""
-    from kafka_chaos.harness.check import check_run_dir
+    from kafka_chaos.harness.outputs import check_run_dir
     from kafka_chaos.report import write_report
 
     if not RunDir(run_dir).results.exists():

@@ -33,7 +33,7 @@ from kafka_chaos.cluster.observer import Observer
 from kafka_chaos.faults import plan
 from kafka_chaos.faults.nemesis import ScheduledNemesis
 from kafka_chaos.faults.operations import Operator
-from kafka_chaos.harness.check import check_run_dir
+from kafka_chaos.harness.outputs import check_run_dir
 from kafka_chaos.harness.replay import write_resolved
 from kafka_chaos.harness.scenario import Scenario, load_scenario, parse_scenario, to_toml
 from kafka_chaos.harness.testmap import Checker, Nemesis, RunContext, Workload
