@@ -179,7 +179,7 @@ def run_one(path: Path) -> dict[str, float]:
     }
 
 
-# --- end to end (issue 17): `kafka-chaos check RUN_DIR` against a Polars baseline on the same tables ---
+# --- end to end: `kafka-chaos check RUN_DIR` against a Polars baseline on the same tables ---
 
 
 def polars_baseline(run_dir: Path) -> dict[str, float]:
@@ -280,7 +280,7 @@ def main_end_to_end(sizes: list[str]) -> int:
 # --- end of end to end ---
 
 
-# --- transactional histories (issue 14): `--txn`, sizes in micro-ops, the cycle search included ---
+# --- transactional histories: `--txn`, sizes in micro-ops, the cycle search included ---
 ELLE_OPS_PER_S = 5000
 """Jepsen's Elle checks list-append histories at about this many ops per second (the issue's figure)."""
 

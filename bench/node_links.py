@@ -1,4 +1,4 @@
-"""The link proxies' cost (issue 13): kafka-chaos producers (acks=all, RF=3, min.insync=2, idempotence,
+"""The link proxies' cost: kafka-chaos producers (acks=all, RF=3, min.insync=2, idempotence,
 100-byte records, unthrottled, every op recorded) on a 3-node cluster with direct links between nodes and on the
 same cluster shape with every link between nodes through its own proxy (`[cluster] link_proxies = true`,
 cluster/node_links.py), one after the other in the same run (two real clusters never run at once). Clients reach

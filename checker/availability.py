@@ -1,6 +1,6 @@
 """Availability: windows with no successful send (or no successful read), measured, predicted and explained.
 
-Pure functions over the `sends` and `polls` tables (DESIGN.md §3) and the fault windows; no I/O.
+Pure functions over the `sends` and `polls` tables (docs/architecture.md §3) and the fault windows; no I/O.
 
 - A **send window** on a key is a stretch of at least `min_gap_s` with a send outstanding on that key (invoked,
   not completed) and no successful (ok) send completion: it runs from the later of the last ok completion

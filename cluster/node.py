@@ -62,7 +62,7 @@ class KafkaNode:
         self.image = cluster.spec.image  # a rolling upgrade moves a node to another image
         self._container: DockerContainer | None = None
         self._sidecar: Container | None = None
-        # power loss (issue 12): the data directory on a FUSE disk on the host instead of a named volume
+        # power loss: the data directory on a FUSE disk on the host instead of a named volume
         self.disk = (VolatileDisk(DISKS_ROOT / cluster.run_id / self.alias, cluster.spec.disk_writeback_s)
                      if cluster.spec.volatile_disks else None)
         # full disk: the data directory on a small tmpfs on the host (cluster.sized_disk)

@@ -10,7 +10,7 @@ NODE_HEAP_OPTS = "-Xms128m -Xmx384m"
 # C1-only JIT and a small code cache: the brokers start faster and use less CPU on a 2-core host.
 # DNS answers cached for 1 s, not the JVM's 30 s: a killed node comes back in a new container, often with a new
 # address, and a peer that still dials the old one hangs in socket.connection.setup.timeout.ms (10 s) — its
-# replica fetcher then falls out of the ISR and acks=all writes stall below min.insync (issue 19, demo run).
+# replica fetcher then falls out of the ISR and acks=all writes stall below min.insync (seen in the demo run).
 NODE_JVM_OPTS = (
     "-server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=64m "
     "-Djava.awt.headless=true -Dsun.net.inetaddr.ttl=1 -Dsun.net.inetaddr.negative.ttl=0"

@@ -155,7 +155,7 @@ class StateReader:
     def _describe_cluster(self) -> Any:
         return self._client().describe_cluster()
 
-    # --- transaction coordinator (issue 14: the `txn-coordinator` fault target) ---
+    # --- transaction coordinator (the `txn-coordinator` fault target) ---
     def txn_coordinator(self, transactional_id: str) -> int | None:
         return self._call("_find_txn_coordinator", transactional_id)  # type: ignore[no-any-return]
 

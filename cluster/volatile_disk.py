@@ -1,4 +1,4 @@
-"""A node's data directory on a disk that can lose power (issue 12; docs/architecture.md §6, "Power loss").
+"""A node's data directory on a disk that can lose power (docs/architecture.md §6, "Power loss").
 
 SIGKILL keeps the page cache: a killed broker comes back with every byte it wrote. A power cut does not: what was
 not fsynced is gone. `VolatileDisk` puts a pass-through FUSE file system between the node and its data (the

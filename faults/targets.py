@@ -61,7 +61,7 @@ class TargetError(Exception):
     """A target that names no node (e.g. `leader` while the partition has none)."""
 
 
-# --- txn-coordinator (issue 14) ---
+# --- txn-coordinator ---
 def txn_workload_id(topic: str) -> str:
     """The transactional.id of the transactional workload's first producer thread on `topic`; the same
     formula as workloads.txn.transactional_id(topic, 0) (faults and workloads never import each other; a unit

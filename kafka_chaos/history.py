@@ -1,4 +1,4 @@
-"""The run's history (DESIGN.md §3): append-only JSONL, written as events happen, flushed as it goes.
+"""The run's history (docs/architecture.md §3): append-only JSONL, written as events happen, flushed as it goes.
 
 Thread-safe: workloads, the nemesis and the harness record from their own threads; one lock assigns the dense
 `index` and writes the line, so file order is event order. Lines are flushed by a background thread every

@@ -524,12 +524,12 @@ def _nonmonotonic_send(_i: Mapping[str, Any], cfg: RunConfig, known: bool, fault
 
 
 def _consumer_order(i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: FaultSummary) -> Verdict:
-    if i.get("skipped_uncommitted") and i.get("isolation", "read_committed") == "read_committed":  # issue 14
+    if i.get("skipped_uncommitted") and i.get("isolation", "read_committed") == "read_committed":
         return _permitted(
             f"a read_committed consumer skips records of transactions that did not commit ({KIP_98}): every "
             "skipped value is one"
         )
-    if i.get("skipped_read_in_aborted_txn"):  # issue 14
+    if i.get("skipped_read_in_aborted_txn"):
         return _permitted(
             "the reader read the skipped records itself, in a transaction that then aborted: a consumer's position "
             f"is not moved back by an abort ({KIP_98}, KIP-447: only the offsets sent with the transaction "
@@ -578,7 +578,7 @@ def _vanished_read(_i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: F
     )
 
 
-# ------------------------------------------------------------------------------ transactions (issue 14)
+# ------------------------------------------------------------------------------ transactions
 # Kafka's promises for transactions, each with its source:
 # * KIP-98 (Exactly Once Delivery and Transactional Messaging) and the consumer's `isolation.level` docs: a
 #   read_committed consumer returns only records of committed transactions (and non-transactional ones), and a
@@ -690,7 +690,7 @@ def _txn(i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: FaultSummary
     )
 
 
-# ------------------------------------------------------------------------------ end of transactions (issue 14)
+# ------------------------------------------------------------------------------ end of transactions
 
 
 def _not_bad(i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: FaultSummary) -> Verdict:

@@ -231,7 +231,7 @@ class TxnProducerThread:
 
         def timing(ended: int) -> dict[str, Any] | None:
             """`end_txn`: which EndTxn the op sent and how long before its completion it was asked for (ns):
-            the window in which that request was in flight (issue 14's KAFKA-17754 shape)."""
+            the window in which that request was in flight (the KAFKA-17754 shape)."""
             if not end_txn:
                 return None
             return {"end_txn": {"result": end_txn["result"], "ns": ended - end_txn["started"]}}

@@ -1,4 +1,4 @@
-"""Availability on real clusters (issue 19): windows with no successful send, the reference model's
+"""Availability on real clusters: windows with no successful send, the reference model's
 prediction of each, and the cluster's own events that explain them. Each asserts on results.json and
 events.jsonl, never on wall-clock time."""
 

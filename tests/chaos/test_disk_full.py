@@ -1,4 +1,4 @@
-"""A full disk on a real cluster (issue 12): the leader's data disk fills up under load.
+"""A full disk on a real cluster: the leader's data disk fills up under load.
 
 Asserts on what the history shows (what the ballast took, whether the node had stopped by itself when the heal
 came), the node's own log, the observer's samples and the checker's verdicts."""

@@ -1,4 +1,4 @@
-"""Kafka's documented failure scenarios on real clusters (issue 5): each asserts on what the history and the
+"""Kafka's documented failure scenarios on real clusters: each asserts on what the history and the
 state samples show, and on the reference model's verdicts — never on wall-clock time."""
 
 from __future__ import annotations

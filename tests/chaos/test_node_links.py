@@ -1,4 +1,4 @@
-"""Links between nodes on real clusters (issue 13): every inter-node link through a proxy of its own, faults on
+"""Links between nodes on real clusters: every inter-node link through a proxy of its own, faults on
 chosen directed links. Each test asserts on what the history and the observer's samples show, with the
 reference model's verdicts (no violation) beside them; all share one cluster (same spec)."""
 

@@ -1,4 +1,4 @@
-"""Operations under load on a real cluster (issue 16): what the history shows, with the model's verdict beside."""
+"""Operations under load on a real cluster: what the history shows, with the model's verdict beside."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Power loss on real clusters (issue 12): nodes whose disks lose every write that was not fsynced.
+"""Power loss on real clusters: nodes whose disks lose every write that was not fsynced.
 
 Each test asserts on what the history shows (the nemesis's record of what each node's disk lost, the checker's
 anomalies) with the reference model's verdict beside it."""

@@ -1,4 +1,4 @@
-"""Replay and shrink on real clusters (issue 15). Assertions are on what the histories, resolved scenarios and
+"""Replay and shrink on real clusters. Assertions are on what the histories, resolved scenarios and
 results show, never on wall-clock time."""
 
 from __future__ import annotations

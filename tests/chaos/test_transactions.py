@@ -1,4 +1,4 @@
-"""Transactions on a real cluster (issue 14): what the history shows, with the model's verdict beside it."""
+"""Transactions on a real cluster: what the history shows, with the model's verdict beside it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Real KRaft clusters: start, produce/consume, partition state, and the fault primitives (issue 3)."""
+"""Real KRaft clusters: start, produce/consume, partition state, and the fault primitives."""
 
 from __future__ import annotations
 

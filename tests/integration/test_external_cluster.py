@@ -1,5 +1,5 @@
 """`[cluster] bootstrap_servers`: a run against a cluster kafka-chaos did not start, faults from the user's
-commands (issue 16). The 'external' cluster is one started here the ordinary way; the commands are the engine's."""
+commands. The 'external' cluster is one started here the ordinary way; the commands are the engine's."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The Jepsen loop on real clusters (issue 4): no false alarms, real lost writes found, every fault kind
+"""The Jepsen loop on real clusters: no false alarms, real lost writes found, every fault kind
 recorded with its heal, interrupts leave a checkable history and no containers."""
 
 from __future__ import annotations

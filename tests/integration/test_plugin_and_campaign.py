@@ -1,4 +1,4 @@
-"""The pytest plugin through pytester, and campaigns end to end with resume (issue 7), on real clusters."""
+"""The pytest plugin through pytester, and campaigns end to end with resume, on real clusters."""
 
 from __future__ import annotations
 

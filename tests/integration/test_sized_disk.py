@@ -1,4 +1,4 @@
-"""The full-disk mechanism itself, without Kafka (issue 12): a real tmpfs of a few MiB on this machine. A write
+"""The full-disk mechanism itself, without Kafka: a real tmpfs of a few MiB on this machine. A write
 that does not fit fails with ENOSPC at once; the ballast leaves exactly what was asked; freeing it lets writes
 through again; closing leaves no mount."""
 

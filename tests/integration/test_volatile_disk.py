@@ -1,4 +1,4 @@
-"""The power-loss disk itself, without Kafka (issue 12): a real FUSE mount on this machine. Write, fsync, write
+"""The power-loss disk itself, without Kafka: a real FUSE mount on this machine. Write, fsync, write
 more, power off, mount again: the fsynced bytes are there and the rest are not."""
 
 from __future__ import annotations

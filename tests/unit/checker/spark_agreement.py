@@ -1,5 +1,5 @@
 """Spark's per-partition analysis (spark/kernel.py, the numpy code every Spark job runs) agrees with the checker on
-a history (issue 18 item 3: every checker unit history): the same counts and identifying fields of every anomaly
+a history (every checker unit history): the same counts and identifying fields of every anomaly
 Spark computes, from the checker's own three tables; a history the checker refuses for a value nobody sent gives
 the kernel's `#no-writer` row. No JVM: the job around the kernel has its own agreement tests (tests/unit/spark)."""
 

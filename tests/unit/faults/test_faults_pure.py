@@ -206,7 +206,7 @@ class ListRecorder:
 @pytest.mark.parametrize(("grace_s", "fired"), [(5.0, 2), (0.0, 1)])
 def test_a_plan_running_late_still_fires_at_the_end_of_the_run(grace_s: float, fired: int) -> None:
     """The nemesis acts one fault at a time: a slow step (here a kill taking 0.6 s) pushes the next fault past
-    the run's end. Stopping the run waits for what is left of the plan instead of dropping it (issue 13's
+    the run's end. Stopping the run waits for what is left of the plan instead of dropping it (the node-links
     every-node-fault test once saw 2 of its 5 partition shapes)."""
     from kafka_chaos.faults.nemesis import Nemesis
     from kafka_chaos.faults.schedule import PlannedFault

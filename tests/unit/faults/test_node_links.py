@@ -1,4 +1,4 @@
-"""Links between nodes (issue 13): which directed links a selector names, the proxies a cluster gets, the
+"""Links between nodes: which directed links a selector names, the proxies a cluster gets, the
 scenario's validation, the plan's parameters, and how the models read link faults. No cluster needed."""
 
 from __future__ import annotations

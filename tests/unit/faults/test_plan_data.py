@@ -1,4 +1,4 @@
-"""Schedules as data: the plan round-trips through the scenario's explicit schedule (issue 15)."""
+"""Schedules as data: the plan round-trips through the scenario's explicit schedule."""
 
 from kafka_chaos.faults.schedule import FaultGenerator, FaultsConfig, FaultSpec, plan
 from kafka_chaos.harness.replay import pin_nodes, resolved_scenario, scenario_data

@@ -1,5 +1,5 @@
 """The `txn-coordinator` target: the coordinator of the transactional workload's transactional.id, asked when
-the fault fires (issue 14)."""
+the fault fires."""
 
 from __future__ import annotations
 

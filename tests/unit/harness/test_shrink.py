@@ -1,4 +1,4 @@
-"""The shrinker against fake oracles (issue 15): ddmin's promise, the K-attempts rule, the budget, resume, and
+"""The shrinker against fake oracles: ddmin's promise, the K-attempts rule, the budget, resume, and
 bad input. The real-cluster shrink is tests/chaos/test_shrink_real.py."""
 
 from __future__ import annotations
