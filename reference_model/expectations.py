@@ -22,15 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kafka_chaos.reference_model.availability import (
-    Fault,
-    Timeouts,
-    Topology,
-    baseline_s,
-    expected_unavailability,
-    impaired_by,
-    predict,
-)
+from kafka_chaos.reference_model import availability as bounds
 from kafka_chaos.reference_model.verdicts import FaultSummary, RunConfig, judge
 
 __all__ = ["Expectation", "Expectations", "expectations", "run_config"]
@@ -112,7 +104,7 @@ def _span(w: Mapping[str, Any]) -> tuple[float, float]:
 
 def _impaired(w: Mapping[str, Any], everyone: tuple[int, ...]) -> set[int]:
     value = w.get("value")
-    return impaired_by(str(w.get("f")), tuple(int(n) for n in w.get("nodes") or ()), value, everyone)
+    return bounds.impaired_by(str(w.get("f")), tuple(int(n) for n in w.get("nodes") or ()), value, everyone)
 
 
 LEAD_S = 2.0
@@ -126,14 +118,15 @@ def _owner(send_window: Mapping[str, Any], every: list[Mapping[str, Any]]) -> Ma
     return max(started, key=lambda w: _span(w)[0], default=None)
 
 
-def _availability(window: Mapping[str, Any], every: list[Mapping[str, Any]], t: Timeouts, topo: Topology,
-                  sends: list[Mapping[str, Any]], rf: int) -> Expectation:
+def _availability(window: Mapping[str, Any], every: list[Mapping[str, Any]], t: bounds.Timeouts,
+                  topo: bounds.Topology, sends: list[Mapping[str, Any]], rf: int) -> Expectation:
     start_s, until = _span(window)
     end_s = None if until == float("inf") else until
     value = window.get("value") if isinstance(window.get("value"), Mapping) else {}
     nodes = tuple(int(n) for n in window.get("nodes") or ())
     selector = value.get("selector") if isinstance(value, Mapping) else None
-    fault = Fault(str(window.get("f")), nodes, start_s, end_s, selector if isinstance(selector, str) else None)
+    fault = bounds.Fault(str(window.get("f")), nodes, start_s, end_s,
+                         selector if isinstance(selector, str) else None)
     everyone = tuple(sorted(set(topo.brokers) | set(topo.controllers)))
     # the faults open together with this one decide whether writes may wait for a heal (three kills in turn
     # leave no replica), as the checker's bound does
@@ -143,8 +136,8 @@ def _availability(window: Mapping[str, Any], every: list[Mapping[str, Any]], t: 
         if o_start <= until and o_end >= start_s:
             impaired |= _impaired(other, everyone)
     # the partition's replicas are not known here: the first RF brokers stand for a partition the fault hits
-    blocking = expected_unavailability(impaired, topo, topo.brokers[:rf])
-    p = predict(fault, t, hit_leader=None, hit_quorum_leader=None, expected=blocking)
+    blocking = bounds.expected_unavailability(impaired, topo, topo.brokers[:rf])
+    p = bounds.predict(fault, t, hit_leader=None, hit_quorum_leader=None, expected=blocking)
     if p.deadline_s is None:
         predicted = f"need not be available (not healed): {p.note}"
     elif p.after == "heal":
@@ -228,7 +221,7 @@ def expectations(config: Mapping[str, Any] | None, windows: Iterable[Mapping[str
     windows = [w for w in windows if isinstance(w, Mapping)]
     cfg = run_config(config)
     faults = FaultSummary.coerce({"windows": windows})
-    t, topo = Timeouts.from_config(config), Topology.from_config(config)
+    t, topo = bounds.Timeouts.from_config(config), bounds.Topology.from_config(config)
     health = results.get("health")
     rows = [_durability(cfg, faults, results)]
     sends = _send_windows(results)
@@ -236,9 +229,10 @@ def expectations(config: Mapping[str, Any] | None, windows: Iterable[Mapping[str
     away = [w for w in sends if _owner(w, windows) is None]
     if away or not windows:
         longest = max((float(w["end_s"]) - float(w["start_s"]) for w in away), default=0.0)
-        rows.append(Expectation("writes with no fault before", f"no window longer than {baseline_s(t):.1f} s "
-                                "(a client retry)", f"{len(away)} window(s) without an acknowledged send, longest "
-                                f"{longest:.1f} s", mismatch=longest > baseline_s(t)))
+        retry = bounds.baseline_s(t)
+        rows.append(Expectation("writes with no fault before", f"no window longer than {retry:.1f} s (a client retry)",
+                                f"{len(away)} window(s) without an acknowledged send, longest {longest:.1f} s",
+                                mismatch=longest > retry))
     rows += _isr(cfg, faults, health if isinstance(health, Mapping) else {})
     rows.append(_leaders(cfg, results))
     line = (f"acks={cfg.acks}, RF={cfg.rf}, min.insync.replicas={cfg.min_insync}, unclean election "
