@@ -4,6 +4,7 @@
 - `explore`: exhaustive bounded exploration of a fault schedule (`explore`, `settle`, `fault_scripts`).
 - `matrix`: the durability matrix computed from the model (`durability_matrix`, `render_matrix`, `predict`).
 - `verdicts`: `judge(anomaly, instance, config, faults) -> Verdict` for the checker.
+- `expectations`: what the model expects of one run (losses, availability bounds, ISR/ELR) beside what it measured.
 - `synthetic`: seeded synthetic histories in docs/architecture.md §3 format with the anomalies they contain.
 """
 

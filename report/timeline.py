@@ -134,19 +134,45 @@ class Panel:
 PANEL_GAP = 34.0
 
 
-class Timeline:
-    """x scale shared by every panel."""
+STARTUP_W = 64.0
+"""Width of the cluster start-up band at the left of the axis: start-up is not the run's subject."""
 
-    def __init__(self, duration_s: float) -> None:
+
+class Timeline:
+    """x scale shared by every panel. Time before `start_s` (the cluster's start-up, before the workload's
+    first op) is squeezed into a band of STARTUP_W pixels; the axis proper runs from the workload's start."""
+
+    def __init__(self, duration_s: float, start_s: float = 0.0) -> None:
         self.duration = max(duration_s, 1.0)
+        self.start = start_s if 0.0 < start_s < self.duration - 1.0 else 0.0
+        self.x_start = X0 + STARTUP_W if self.start else float(X0)
 
     def x(self, t_s: float) -> float:
-        return X0 + (X1 - X0) * min(max(t_s, 0.0), self.duration) / self.duration
+        t = min(max(t_s, 0.0), self.duration)
+        if t < self.start:
+            return X0 + STARTUP_W * t / self.start
+        return self.x_start + (X1 - self.x_start) * (t - self.start) / (self.duration - self.start)
 
     def series_points(
         self, values: Sequence[float], y: Callable[[float], float], offset: float = 0.5, bucket_s: float = 1.0
     ) -> list[tuple[float, float]]:
-        return [(self.x(i * bucket_s + offset * bucket_s), y(v)) for i, v in enumerate(values)]
+        # buckets wholly inside start-up are left out: there is no workload to plot there
+        return [(self.x(i * bucket_s + offset * bucket_s), y(v)) for i, v in enumerate(values)
+                if (i + 1) * bucket_s > self.start]
+
+
+def workload_start_s(data: RunData) -> float:
+    """When the workload's first op happened (whole seconds: the history's per-second counts), or the first
+    fault if one came earlier; 0 when neither is known (then the axis starts at the run's start)."""
+    seconds = [b for (_f, _t, b) in data.history.counts]
+    if not seconds:
+        stats = as_dict((data.results or {}).get("stats"))
+        tp = as_dict(stats.get("throughput"))
+        for raw in tp.values():
+            if isinstance(raw, list):
+                seconds += [i for i, v in enumerate(raw) if isinstance(v, int | float) and v > 0][:1]
+    starts = ([float(min(seconds))] if seconds else []) + [b.start / 1e9 for b in data.faults[:1]]
+    return min(starts) if seconds else 0.0
 
 
 def _y_axis(svg: Svg, top: float, h: float, ymax: float, label: str) -> Callable[[float], float]:
@@ -473,7 +499,7 @@ def _band_label(b: FaultBand) -> str:
 def timeline_svg(data: RunData) -> str:
     """The run on one time axis: fault bands over throughput, latency, unseen and leader/ISR panels."""
     duration_s = data.duration_ns / 1e9
-    tl = Timeline(duration_s)
+    tl = Timeline(duration_s, workload_start_s(data))
     panels = [p for p in (_throughput_panel(data, tl), _latency_panel(data, tl)) if p is not None]
     panels += [p for p in (_unseen_panel(data, tl), _health_panel(data, tl), _state_panel(data, tl)) if p is not None]
     marks = _anomaly_panel(data, tl)
@@ -569,14 +595,24 @@ def timeline_svg(data: RunData) -> str:
         p.draw(svg, top, p.height)
         svg.line(X0, top + p.height, X1, top + p.height, "#999")
 
-    # time axis
-    step = nice_step(tl.duration, 12)
-    t = 0.0
+    # the cluster's start-up: its own band, so the axis is the workload's
+    if tl.start:
+        tip = f"cluster start-up: 0–{tl.start:g} s, before the workload's first op (squeezed)"
+        svg.rect(X0, fault_top, STARTUP_W, plot_bottom - fault_top, "#999999",
+                 ' fill-opacity="0.18" class="startup-band"', title=tip)
+        svg.text(X0 + STARTUP_W / 2, fault_top + 12, "start-up", cls="muted", anchor="middle", title=tip)
+        svg.text(X0 + STARTUP_W / 2, axis_y + 17, f"0–{tl.start:g}s", cls="tick", anchor="middle", title=tip)
+        svg.line(tl.x_start, fault_top, tl.x_start, axis_y + 5, "#555", 1.0, ' stroke-dasharray="3 3"')
+
+    # time axis (run time, from the workload's start)
+    step = nice_step(tl.duration - tl.start, 12)
+    t = math.ceil(tl.start / step) * step
     while t <= tl.duration + 1e-9:
         x = tl.x(t)
         svg.line(x, fault_top, x, plot_bottom, "#000", 0.5, ' stroke-opacity="0.08"')
         svg.line(x, axis_y, x, axis_y + 5, "#555")
-        svg.text(x, axis_y + 17, f"{t:g}s", cls="tick", anchor="middle")
+        if not tl.start or x - tl.x_start > 14 or t == tl.start:
+            svg.text(x, axis_y + 17, f"{t:g}s", cls="tick", anchor="middle")
         t += step
     svg.line(X0, axis_y, X1, axis_y, "#555")
     return (

@@ -8,6 +8,8 @@ from typing import Any
 
 from kafka_chaos.checker.conformance import CONFORMANCE_NAMES
 from kafka_chaos.faults.registry import colour
+from kafka_chaos.reference_model.expectations import Expectations, expectations
+from kafka_chaos.report.causes import cause_line
 from kafka_chaos.report.data import (
     MAX_OPS_SHOWN,
     RunData,
@@ -67,7 +69,9 @@ def config_line(data: RunData) -> str:
 
 
 @dataclass
-class Verdict:
+class RunVerdict:
+    """The run's verdict as the page's banner shows it (not the model's per-instance `Verdict`)."""
+
     kind: str  # pass | fail | unknown
     violations: int = 0
     detail: str = ""
@@ -75,14 +79,14 @@ class Verdict:
     valid: str = ""
 
 
-def verdict(data: RunData) -> Verdict:
+def verdict(data: RunData) -> RunVerdict:
     r = data.results
     if r is None:
-        return Verdict("unknown")
+        return RunVerdict("unknown")
     violations = as_list(r.get("violations"))
     counts = as_dict(r.get("anomaly_counts"))
     by_name = Counter(str(v.get("name", "?")) for v in violations if isinstance(v, dict))
-    return Verdict("fail" if violations else "pass", len(violations),
+    return RunVerdict("fail" if violations else "pass", len(violations),
                    ", ".join(f"{n} × {c}" for n, c in by_name.most_common()),
                    sum(v for v in counts.values() if isinstance(v, int) and not isinstance(v, bool)),
                    short(r.get("valid")))
@@ -323,8 +327,19 @@ def availability(data: RunData) -> dict[str, Any] | None:
     a = as_dict((data.results or {}).get("availability"))
     if not a:
         return None
-    windows = [w for w in as_list(a.get("windows")) if isinstance(w, dict)]
+    windows = [{**w, "cause": cause_line(map(str, as_list(w.get("causes"))), list(map(str, as_list(w.get("faults")))))}
+               for w in as_list(a.get("windows")) if isinstance(w, dict)]
     return {"share": a.get("share"), "windows": windows}
+
+
+def expected(data: RunData) -> Expectations:
+    """What the reference model expects of this configuration and these faults, beside what was measured: the
+    checker's fault windows when results.json has them, else the history's fault bands."""
+    windows = [w for w in as_list(as_dict((data.results or {}).get("faults")).get("windows")) if isinstance(w, dict)]
+    if not windows:
+        windows = [{"f": b.f, "nodes": as_list(as_dict(b.value).get("nodes")), "start": b.start, "end": b.end,
+                    "value": b.value} for b in data.faults]
+    return expectations(data.config, windows, data.results)
 
 
 def crash(data: RunData) -> list[dict[str, Any]]:
@@ -359,7 +374,7 @@ def page(data: RunData) -> dict[str, Any]:
         title = ("FAIL" if v.kind == "fail" else "PASS") + " · " + title
     return {"title": title, "data": data, "name": get_path(data.config, "name") or data.run_dir.name,
             "verdict": v, "config_line": config_line(data), "completeness": completeness(data),
-            "summary": summary(data), "anomalies": anomalies(data), "model": model(data),
+            "summary": summary(data), "anomalies": anomalies(data), "model": model(data), "expected": expected(data),
             "faults": fault_rows(data), "crash": crash(data), "health": health(data),
             "availability": availability(data), "fetch_sources": fetch_sources(data),
             "state_changes": data.state.changes[:200], "state_changes_total": len(data.state.changes),

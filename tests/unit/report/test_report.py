@@ -224,11 +224,22 @@ def test_conformance_and_model_summary(tmp_path: Path) -> None:
     assert "2 violations" in page
 
 
-def test_no_conformance_data_says_not_available(tmp_path: Path) -> None:
+def test_without_a_model_summary_the_reference_model_still_says_what_it_expects(tmp_path: Path) -> None:
     run = make_run(tmp_path / "run")
     page = render_report(run.run_dir)
-    conf = page[page.index('id="conformance"') : page.index('id="logs"')]
-    assert "not available" in conf and "no <code>model</code> summary" in conf
+    expected = page[page.index('id="expected"') : page.index('id="logs"')]
+    assert "not available" not in expected and 'id="expectations"' in expected
+    assert "acks=1, RF=3, min.insync.replicas=2" in expected
+    assert "acknowledged writes may be lost" in expected  # acks=1 under a kill: the model permits the loss
+    assert "writes during kill [2]" in expected and "writes during partition" in expected
+    assert 'class="mismatch"' not in expected
+
+
+def test_the_expected_section_without_results(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "run", with_results=False)
+    page = render_report(run.run_dir)
+    expected = page[page.index('id="expected"') : page.index('id="logs"')]
+    assert "acknowledged writes may be lost" in expected and "not measured" in expected
 
 
 def test_instances_are_capped(tmp_path: Path) -> None:

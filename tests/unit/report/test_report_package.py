@@ -75,6 +75,7 @@ def test_health_and_availability_sections_when_present(tmp_path: Path) -> None:
     windows = page[page.index('id="availability-windows"'):]
     windows = windows[: windows.index("</table>")]
     assert "unavailable-longer-than-expected" in windows and "no leader until 16.2 s" in windows and "6.5" in windows
+    assert "<details><summary>1 event</summary>" in windows  # the events folded below the one-line cause
     assert "80.0%" in page
     assert "Partition health: counts per sample" not in page, "no series: no panel"
     results["health"]["series"] = [
