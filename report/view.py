@@ -100,6 +100,8 @@ def completeness(data: RunData) -> dict[str, Any]:
     missing = []
     if not h.present:
         missing.append("history.jsonl (no timeline data, no op details)")
+    elif h.error:
+        missing.append(f"history.jsonl could not be read: {h.error}")
     if not data.state.present:
         missing.append("state.jsonl (no leader/ISR marks)")
     if r is None:
