@@ -133,13 +133,13 @@ def test_a_damaged_history_gives_a_banner_naming_its_lines_not_a_traceback(tmp_p
 
 
 def test_an_unreadable_history_is_named_on_the_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from kafka_chaos.report import data
+    from kafka_chaos.checker.history_reader import HistoryReader
 
     def failing_read(*_: object, **__: object) -> None:
         raise OSError(5, "Input/output error")
 
     run = make_run(tmp_path / "run")
-    monkeypatch.setattr(data.HistoryReader, "read", failing_read)
+    monkeypatch.setattr(HistoryReader, "read", failing_read)
     page = render_report(run.run_dir)
     missing = page[page.index('id="missing"') :]
     assert "history.jsonl could not be read" in missing[:600] and "Input/output error" in missing[:600]
