@@ -13,6 +13,10 @@ Marker
   @pytest.mark.chaos(scenario="scenarios/kill-leader.toml", seed=1, **overrides): runs the scenario before the
   test; the test gets the result as the `chaos_result` fixture and fails with the violations and the report
   path when the checker finds any.
+Interrupts
+  SIGTERM (a CI cancel) ends the session as Ctrl-C does; an interrupted session then removes what is left of the
+  clusters it started (not kept ones), checks that nothing is, and says so or names what is left (pytest's own
+  exit code, 2, stays).
 Options
   --kafka-chaos-keep           keep clusters after the session (debugging); `kafka-chaos cluster down` removes them
   --kafka-chaos-results DIR    where runs write their results (default: results/)
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import sys
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -29,8 +34,11 @@ from typing import Any
 
 import pytest
 
+from kafka_chaos import interrupts
 from kafka_chaos.cluster import ClusterPool, ClusterSpec, KafkaCluster, spec_key
 from kafka_chaos.errors import KafkaChaosError
+
+_SIGNALS = pytest.StashKey[contextlib.ExitStack]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -44,6 +52,35 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "kafka_cluster(**spec): the ClusterSpec the kafka_cluster fixture starts")
     config.addinivalue_line("markers", "chaos(scenario=..., seed=..., **overrides): run a chaos scenario")
+    signals = contextlib.ExitStack()
+    signals.enter_context(interrupts.handling())
+    config.stash[_SIGNALS] = signals
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    signals = config.stash.get(_SIGNALS, None)
+    if signals is not None:
+        signals.close()
+
+
+@pytest.hookimpl(trylast=True)  # after the session's fixtures (the cluster pool) were torn down
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if exitstatus != pytest.ExitCode.INTERRUPTED and interrupts.received() is None:
+        return
+    from kafka_chaos.cluster.kafka import remove_started
+
+    left: dict[str, list[str]] | None = None
+    error: str | None = None
+    try:
+        left = remove_started()
+    except Exception as err:  # the engine went away: say that nothing was checked
+        error = f"{type(err).__name__}: {err}"
+    message = interrupts.outcome(left, error)
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(message, yellow=True)
+    else:
+        print(message, file=sys.stderr)
 
 
 def _spec_from_marker(item: pytest.Item) -> ClusterSpec:
