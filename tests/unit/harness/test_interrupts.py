@@ -160,7 +160,7 @@ def test_the_cli_exits_with_the_signals_code_and_says_only_what_it_checked(signu
     assert proc.stdout is not None
     assert proc.stdout.readline().strip() == "napping"
     proc.send_signal(signum)
-    out, err = proc.communicate(timeout=120)
+    _, err = proc.communicate(timeout=120)
     assert proc.returncode == code, err
     assert f"interrupted ({signal.Signals(signum).name}): checked, nothing it started is left" in err
     assert "Traceback" not in err
