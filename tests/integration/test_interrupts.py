@@ -25,7 +25,7 @@ from kafka_chaos.harness.check import check_run_dir
 
 pytestmark = pytest.mark.cluster
 CLI = [sys.executable, "-m", "kafka_chaos.harness.cli"]
-NOTHING = {"containers": [], "networks": [], "volumes": []}
+NOTHING: dict[str, list[str]] = {"containers": [], "networks": [], "volumes": []}
 
 TINY = """
 name = "tiny"
