@@ -37,6 +37,7 @@ from kafka_chaos.harness.scenario import Scenario, load_scenario, parse_scenario
 from kafka_chaos.harness.testmap import Checker, Nemesis, RunContext, Workload
 from kafka_chaos.history import History
 from kafka_chaos.interrupts import STOPPING
+from kafka_chaos.interrupts import reset as reset_interrupts
 from kafka_chaos.rundir import RunDir
 from kafka_chaos.workloads.queue import QueueWorkload
 
@@ -106,6 +107,7 @@ def run_scenario(
     reused (a fresh topic per run).
     """
     s = resolve_scenario(scenario, seed, **overrides)
+    reset_interrupts()  # a caller that went on after an earlier interrupt: this run waits as long as it should
     _require_operation_images(s)
     console = console or Console(quiet=True)
     run_id = new_run_id(s.name, s.seed)
