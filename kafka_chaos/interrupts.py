@@ -123,7 +123,8 @@ def outcome(left: dict[str, list[str]] | None, error: str | None = None) -> str:
                 "run `kafka-chaos clean`")
     remaining = {kind: names for kind, names in left.items() if names}
     if not remaining:
-        return f"{what}: checked, nothing it started is left (runs cut short are marked incomplete)"
+        return (f"{what}: checked, no container, network or volume it started is left "
+                "(runs cut short are marked incomplete)")
     listed = "; ".join(f"{len(names)} {kind} ({', '.join(sorted(names))})" for kind, names in remaining.items())
     return f"{what}: still left: {listed}; run `kafka-chaos clean` to remove them"
 

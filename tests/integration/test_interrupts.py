@@ -111,7 +111,7 @@ def _interrupt_campaign(tmp_path: Path, signum: int, seed: int) -> None:
             proc.wait()
     name = signal.Signals(signum).name
     assert proc.returncode == 128 + signum, (proc.returncode, stdout, stderr)
-    assert f"interrupted ({name}): checked, nothing it started is left" in stderr, stderr
+    assert f"interrupted ({name}): checked, no container, network or volume it started is left" in stderr, stderr
     assert "Traceback" not in stdout + stderr, stderr
     assert "still left" not in stderr
     assert labelled(docker_client()) == NOTHING

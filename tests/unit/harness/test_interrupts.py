@@ -104,7 +104,7 @@ def test_the_last_message_says_what_was_checked() -> None:
     with interrupts.handling(), pytest.raises(KeyboardInterrupt):
         _signal_self(signal.SIGTERM)
     clean = interrupts.outcome({"containers": [], "networks": [], "volumes": []})
-    assert clean.startswith("interrupted (SIGTERM): checked, nothing it started is left")
+    assert clean.startswith("interrupted (SIGTERM): checked, no container, network or volume it started is left")
     left = interrupts.outcome({"containers": ["kc-node-1"], "networks": ["kc-net"], "volumes": []})
     assert "still left: 1 containers (kc-node-1); 1 networks (kc-net)" in left
     assert "kafka-chaos clean" in left and "nothing" not in left
@@ -162,5 +162,6 @@ def test_the_cli_exits_with_the_signals_code_and_says_only_what_it_checked(signu
     proc.send_signal(signum)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == code, err
-    assert f"interrupted ({signal.Signals(signum).name}): checked, nothing it started is left" in err
+    name = signal.Signals(signum).name
+    assert f"interrupted ({name}): checked, no container, network or volume it started is left" in err
     assert "Traceback" not in err
