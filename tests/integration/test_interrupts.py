@@ -83,7 +83,9 @@ def _reached(phase: str, out: Path) -> Callable[[], bool]:
 
 def _interrupt_campaign(tmp_path: Path, signum: int, seed: int) -> None:
     rng = random.Random(seed)
-    phase, delay_s = rng.choice(PHASES), rng.uniform(0, 1.5)
+    phase = rng.choice(PHASES)
+    # the campaign's teardown after its last run lasts about a second (one node to remove): signal inside it
+    delay_s = rng.uniform(0, 0.2 if phase == "last-run-finished" else 1.5)
     print(f"interrupt seed {seed}: {signal.Signals(signum).name} at {phase} + {delay_s:.2f}s")
     assert labelled(docker_client()) == NOTHING, "labelled leftovers before the test: run `kafka-chaos clean`"
     (tmp_path / "tiny.toml").write_text(TINY)
@@ -139,3 +141,44 @@ def test_interrupted_campaign_at_more_moments(tmp_path, kafka_chaos_pool, round_
     kafka_chaos_pool.release()
     seed = _seed() + round_
     _interrupt_campaign(tmp_path, random.Random(seed).choice([signal.SIGTERM, signal.SIGINT]), seed)
+
+
+PLUGIN_TEST = '''
+import pytest
+
+TINY = {"name": "tiny-plugin", "duration_s": 30, "cluster": {"nodes": 1},
+        "topic": {"partitions": 1, "replication_factor": 1, "min_insync_replicas": 1},
+        "workload": {"producers": 1, "in_flight": 2, "consumers": 1, "rate": 50}}
+
+@pytest.mark.chaos(scenario=TINY)
+def test_tiny(chaos_result):
+    pass
+'''
+
+
+def test_sigterm_ends_a_pytest_session_of_the_plugin_and_leaves_nothing(tmp_path, kafka_chaos_pool) -> None:
+    """A user's suite cancelled by CI: the session ends as on Ctrl-C, its cluster is removed and checked."""
+    kafka_chaos_pool.release()
+    assert labelled(docker_client()) == NOTHING, "labelled leftovers before the test: run `kafka-chaos clean`"
+    (tmp_path / "test_tiny_chaos.py").write_text(PLUGIN_TEST)
+    out = tmp_path / "results"
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                             f"--kafka-chaos-results={out}", str(tmp_path / "test_tiny_chaos.py")],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 600
+        while (not (runs := _histories(out)) or _lines(runs[0]) <= 40) and proc.poll() is None \
+                and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert proc.poll() is None, proc.communicate()
+        proc.send_signal(signal.SIGTERM)
+        output, _ = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 2, output  # pytest's own code for an interrupted session
+    assert "interrupted (SIGTERM): checked, no container, network or volume it started is left" in output, output
+    assert labelled(docker_client()) == NOTHING
+    (history,) = _histories(out)
+    assert check_run_dir(history.parent)["complete"] is False
