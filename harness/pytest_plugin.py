@@ -14,9 +14,9 @@ Marker
   test; the test gets the result as the `chaos_result` fixture and fails with the violations and the report
   path when the checker finds any.
 Interrupts
-  SIGTERM (a CI cancel) ends the session as Ctrl-C does; an interrupted session then removes what is left of the
-  clusters it started (not kept ones), checks that nothing is, and says so or names what is left (pytest's own
-  exit code, 2, stays).
+  While a cluster fixture is in use, SIGTERM (a CI cancel) ends the session as Ctrl-C does; an interrupted
+  session then removes what is left of the clusters it started (not kept ones), checks that nothing is, and says
+  so or names what is left (pytest's own exit code, 2, stays).
 Options
   --kafka-chaos-keep           keep clusters after the session (debugging); `kafka-chaos cluster down` removes them
   --kafka-chaos-results DIR    where runs write their results (default: results/)
@@ -38,8 +38,6 @@ from kafka_chaos import interrupts
 from kafka_chaos.cluster import ClusterPool, ClusterSpec, KafkaCluster, spec_key
 from kafka_chaos.errors import KafkaChaosError
 
-_SIGNALS = pytest.StashKey[contextlib.ExitStack]()
-
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("kafka-chaos")
@@ -52,22 +50,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "kafka_cluster(**spec): the ClusterSpec the kafka_cluster fixture starts")
     config.addinivalue_line("markers", "chaos(scenario=..., seed=..., **overrides): run a chaos scenario")
-    signals = contextlib.ExitStack()
-    signals.enter_context(interrupts.handling())
-    config.stash[_SIGNALS] = signals
-
-
-def pytest_unconfigure(config: pytest.Config) -> None:
-    signals = config.stash.get(_SIGNALS, None)
-    if signals is not None:
-        signals.close()
 
 
 @pytest.hookimpl(trylast=True)  # after the session's fixtures (the cluster pool) were torn down
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    if exitstatus != pytest.ExitCode.INTERRUPTED and interrupts.received() is None:
-        return
     from kafka_chaos.cluster.kafka import remove_started
+    from kafka_chaos.cluster.labels import started_run_ids
+
+    interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or interrupts.received() is not None
+    if not interrupted or not started_run_ids():  # a session that started no cluster has nothing to say
+        return
 
     left: dict[str, list[str]] | None = None
     error: str | None = None
@@ -111,8 +103,10 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 @pytest.fixture(scope="session")
 def kafka_chaos_pool(request: pytest.FixtureRequest) -> Iterator[ClusterPool]:
     pool = ClusterPool(keep=bool(request.config.getoption("--kafka-chaos-keep")))
-    yield pool
-    pool.release()
+    # only while clusters may be up: other suites in the same environment keep pytest's own signal handling
+    with interrupts.handling():
+        yield pool
+        pool.release()
 
 
 @pytest.fixture
