@@ -4,7 +4,8 @@
         cluster.create_topic("chaos", partitions=3, replication_factor=3, configs={"min.insync.replicas": "2"})
         cluster.node(2).kill(); cluster.node(2).start()
 
-This package imports only `kafka_chaos.errors`: the nemesis, workloads, checker and harness build on it.
+This package imports only `kafka_chaos.errors` and `kafka_chaos.interrupts`: the nemesis, workloads, checker and
+harness build on it.
 """
 
 from kafka_chaos.cluster.kafka import KafkaCluster, new_cluster_id

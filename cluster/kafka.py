@@ -26,7 +26,15 @@ from testcontainers.core.network import Network
 
 from kafka_chaos.cluster.engine import docker_client, engine_url
 from kafka_chaos.cluster.images import BASE_IMAGE, TOXIPROXY_IMAGE, require_image
-from kafka_chaos.cluster.labels import ROLE_LABEL, RUN_LABEL, new_run_id, remove_labelled
+from kafka_chaos.cluster.labels import (
+    ROLE_LABEL,
+    RUN_LABEL,
+    labelled_of,
+    new_run_id,
+    remove_labelled,
+    started_run_ids,
+    track,
+)
 from kafka_chaos.cluster.logs import client_logger
 from kafka_chaos.cluster.node import KafkaNode
 from kafka_chaos.cluster.node_links import LinkProxies
@@ -38,6 +46,7 @@ from kafka_chaos.cluster.toxiproxy import Toxiproxy
 from kafka_chaos.cluster.volatile_disk import missing_requirements, remove_disks
 from kafka_chaos.cluster.waits import Wait
 from kafka_chaos.errors import ClusterError
+from kafka_chaos.interrupts import deferred
 
 
 def new_cluster_id() -> str:
@@ -48,6 +57,21 @@ def new_cluster_id() -> str:
         if not cluster_id.startswith("-"):
             return cluster_id
 
+
+
+def remove_started() -> dict[str, list[str]]:
+    """Remove whatever is left of every cluster this process started (a thread may have created a container
+    after its cluster was stopped, or a stop may have failed half way), then list what is still there."""
+    run_ids = started_run_ids()
+    if not run_ids:
+        return {"containers": [], "networks": [], "volumes": []}
+    client = docker_client()
+    with deferred():
+        for run_id in sorted(run_ids):
+            remove_labelled(client, run_id)
+            remove_disks(run_id)
+            remove_sized_disks(run_id)
+    return labelled_of(client, run_ids)
 
 
 class KafkaCluster:
@@ -105,6 +129,7 @@ class KafkaCluster:
             problems = sized_disk_problems(engine_url())
             if problems:
                 raise ClusterError("disk_size_mb cannot work here: " + "; ".join(problems) + ". Nothing was started.")
+        track(self.run_id)  # before anything exists: an interrupt's sweep finds what a half start left
         try:
             self._network = Network(docker_network_kw={"labels": self.labels(role="network")})
             self._network.name = self.network_name
@@ -126,17 +151,21 @@ class KafkaCluster:
         return self
 
     def stop(self) -> None:
-        """Remove every container, the network and the data volumes. Safe to call twice."""
-        forget(self.bootstrap_servers(direct=True))  # its cached admin connection dies with it
-        for node in self.nodes.values():
-            node.remove()
-        if self.toxiproxy is not None:
-            self.toxiproxy.remove()
-        if self.link_proxies is not None:
-            self.link_proxies.remove()
-        remove_labelled(self.client, self.run_id)
-        remove_disks(self.run_id)
-        remove_sized_disks(self.run_id)
+        """Remove every container, the network and the data volumes. Safe to call twice. Runs whole: a signal
+        arriving meanwhile is raised once it is done (a half-removed cluster would be left running)."""
+        with deferred():
+            forget(self.bootstrap_servers(direct=True))  # its cached admin connection dies with it
+            try:
+                for node in self.nodes.values():
+                    node.remove()
+                if self.toxiproxy is not None:
+                    self.toxiproxy.remove()
+                if self.link_proxies is not None:
+                    self.link_proxies.remove()
+            finally:  # by label: also what a handle above failed to remove
+                remove_labelled(self.client, self.run_id)
+                remove_disks(self.run_id)
+                remove_sized_disks(self.run_id)
 
     def settle_disks(self) -> dict[int, int]:
         """Volatile disks only: make everything written so far durable (the setup, earlier runs); per node, the

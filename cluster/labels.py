@@ -13,6 +13,22 @@ ROLE_LABEL = "io.kafka-chaos.role"
 NODE_LABEL = "io.kafka-chaos.node-id"
 PORT_LABEL = "io.kafka-chaos.client-port"
 
+_started: set[str] = set()
+"""Run ids of the clusters this process started and has not handed over to be kept (swept after an interrupt)."""
+
+
+def track(run_id: str) -> None:
+    _started.add(run_id)
+
+
+def untrack(run_id: str) -> None:
+    """A cluster the user keeps (`--kafka-chaos-keep`): no sweep removes it."""
+    _started.discard(run_id)
+
+
+def started_run_ids() -> frozenset[str]:
+    return frozenset(_started)
+
 
 def new_run_id(name: str = "cluster", seed: int = 0) -> str:
     return f"{datetime.now(UTC):%Y%m%dT%H%M%S}-{name}-{seed}"
@@ -25,6 +41,22 @@ def labelled(client: docker.DockerClient, run_id: str | None = None) -> dict[str
         "containers": [str(c.name) for c in client.containers.list(all=True, filters=flt)],
         "networks": [str(n.name) for n in client.networks.list(filters=flt)],
         "volumes": [str(v.name) for v in client.volumes.list(filters=flt)],
+    }
+
+
+def labelled_of(client: docker.DockerClient, run_ids: frozenset[str]) -> dict[str, list[str]]:
+    """`labelled` for a set of run ids, in one listing per kind."""
+    if not run_ids:
+        return {"containers": [], "networks": [], "volumes": []}
+    flt: dict[str, str | list[str] | bool] = {"label": RUN_LABEL}
+
+    def ours(labels: dict[str, str] | None) -> bool:
+        return (labels or {}).get(RUN_LABEL) in run_ids
+
+    return {
+        "containers": [str(c.name) for c in client.containers.list(all=True, filters=flt) if ours(c.labels)],
+        "networks": [str(n.name) for n in client.networks.list(filters=flt) if ours(n.attrs.get("Labels"))],
+        "volumes": [str(v.name) for v in client.volumes.list(filters=flt) if ours(v.attrs.get("Labels"))],
     }
 
 

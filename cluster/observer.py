@@ -21,6 +21,7 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from kafka_chaos.cluster.logs import client_logger
 from kafka_chaos.cluster.state import PartitionState, StateReader
+from kafka_chaos.interrupts import STOPPING, join
 
 T = TypeVar("T")
 
@@ -38,8 +39,9 @@ class Observer:
         self._thread.start()
 
     def stop(self) -> None:
+        """Safe to call twice, and before start; waits at most a few seconds once interrupted."""
         self._stop.set()
-        self._thread.join(timeout=15)
+        join(self._thread, 15)
 
     def _run(self) -> None:
         consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "kafka-chaos-observer",
@@ -56,8 +58,13 @@ class Observer:
         self._registrations: dict[str, Any] | None = None
         with self.path.open("ab") as out:
             try:
-                while not self._stop.wait(self.interval_s):
-                    self._sample(pool, consumer, out)
+                while not self._stop.wait(self.interval_s) and not STOPPING.is_set():
+                    try:
+                        self._sample(pool, consumer, out)
+                    except RuntimeError as err:  # the pool refuses work: the interpreter is exiting
+                        if "cannot schedule new futures" not in str(err):
+                            raise
+                        break
             finally:
                 consumer.close()
                 self._reader.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kafka_chaos.cluster.kafka import KafkaCluster
+from kafka_chaos.cluster.labels import untrack
 from kafka_chaos.cluster.spec import ClusterSpec
 
 
@@ -25,6 +26,8 @@ class ClusterPool:
         self.release()
         cluster = KafkaCluster(spec)
         cluster.start()
+        if self.keep:
+            untrack(cluster.run_id)
         self.current, self._key = cluster, key
         return cluster
 

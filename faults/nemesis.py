@@ -34,6 +34,7 @@ from kafka_chaos.faults.kinds import (
 from kafka_chaos.faults.registry import KINDS
 from kafka_chaos.faults.schedule import PlannedFault
 from kafka_chaos.faults.targets import LiveCluster, TargetError, resolve
+from kafka_chaos.interrupts import join
 
 if TYPE_CHECKING:  # types only: the nemesis never imports the harness at run time
     from kafka_chaos.harness.testmap import RunContext
@@ -166,8 +167,7 @@ class Nemesis:
         if wait_for_plan_s > 0 and self._thread.is_alive():
             self._thread.join(wait_for_plan_s)
         self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join()
+        join(self._thread)  # bounded once interrupted: a fault step stuck on the engine must not hold the exit
         for i in sorted(self._active):
             self._heal(i)
 

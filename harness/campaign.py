@@ -206,7 +206,7 @@ def run_campaign(path: Path, *, out: Path = Path("results"), fresh: bool = False
 
 
 def _shrink(run_dir: Path, console: Console) -> dict[str, Any]:
-    """Shrink a violating run (issue 15); the index links its shrink/index.html."""
+    """Shrink a violating run; the index links its shrink/index.html."""
     from kafka_chaos.errors import KafkaChaosError
     from kafka_chaos.harness.shrink import shrink_run
 

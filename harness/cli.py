@@ -1,16 +1,15 @@
 """`kafka-chaos`: a thin shell over the library. Every command calls one library function; `main()` is the one
 place that turns errors into messages and exit codes (0 ok, 1 the checker found violations, 2 bad input or a
-broken environment, 130 interrupted)."""
+broken environment, 130 interrupted by SIGINT, 143 by SIGTERM)."""
 
 from __future__ import annotations
 
 import json
-import signal
+import os
 import sys
 import time
 from pathlib import Path
-from types import FrameType
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -185,7 +184,7 @@ def run(
     A run folder's scenario.resolved.toml replays that run."""
     from kafka_chaos.harness.run import run_scenario, run_scenario_file
 
-    if replay_nodes:  # -- replay (issue 15) --
+    if replay_nodes:  # -- replay --
         from kafka_chaos.harness.replay import load_resolved, pin_nodes
 
         result = run_scenario(pin_nodes(load_resolved(scenario)), seed=seed, out=out, console=console)
@@ -354,7 +353,7 @@ def campaign_merge(
         raise typer.Exit(2)
 
 
-# -- shrink (issue 15) ----------------------------------------------------------------------------------------
+# -- shrink ----------------------------------------------------------------------------------------
 
 
 @app.command()
@@ -441,31 +440,51 @@ def _print_availability(avail: dict[str, Any] | None) -> None:
 # -- entry point ----------------------------------------------------------------------------------------------
 
 
-def _sigterm(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt  # unwinds through every context manager, so clusters are removed
-
-
 def main() -> None:
-    signal.signal(signal.SIGTERM, _sigterm)
-    try:
-        # Not standalone: typer then returns exit codes (130 for Ctrl-C) instead of exiting, and our own
-        # errors reach the handler below.
-        code = app(standalone_mode=False)
-    except KeyboardInterrupt:
-        code = 130
-    except typer.Exit as e:
-        code = e.exit_code
-    except Exception as err:
-        if isinstance(err, KafkaChaosError):
-            err_console.print(f"[red]error:[/] {err}", highlight=False)
-            sys.exit(getattr(err, "exit_code", 2))
-        if hasattr(err, "show") and isinstance(getattr(err, "exit_code", None), int):
-            err.show()  # a usage error: click (vendored by typer) prints it the usual way
-            sys.exit(getattr(err, "exit_code", 2))
-        raise
-    if code == 130:
-        err_console.print("[yellow]interrupted[/]: everything it started has been removed")
+    from kafka_chaos import interrupts
+
+    with interrupts.handling():  # SIGTERM (a CI cancel) takes the same path as Ctrl-C
+        try:
+            # Not standalone: typer then returns exit codes (130 for Ctrl-C) instead of exiting, and our own
+            # errors reach the handler below.
+            code = app(standalone_mode=False)
+        except KeyboardInterrupt:
+            code = 130
+        except typer.Exit as e:
+            code = e.exit_code
+        except Exception as err:
+            if isinstance(err, KafkaChaosError):
+                err_console.print(f"[red]error:[/] {err}", highlight=False)
+                sys.exit(getattr(err, "exit_code", 2))
+            if hasattr(err, "show") and isinstance(getattr(err, "exit_code", None), int):
+                err.show()  # a usage error: click (vendored by typer) prints it the usual way
+                sys.exit(getattr(err, "exit_code", 2))
+            raise
+        if code == 130 or interrupts.received() is not None:
+            _exit_interrupted()
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _exit_interrupted() -> NoReturn:
+    """Remove what is left of the clusters this process started, check that nothing is, say so (or what is
+    left), and exit at once: 130 after SIGINT, 143 after SIGTERM. At once, because a client thread abandoned in
+    a librdkafka call would otherwise hold the interpreter's exit."""
+    from kafka_chaos import interrupts
+    from kafka_chaos.cluster.kafka import remove_started
+
+    interrupts.STOPPING.set()
+    left: dict[str, list[str]] | None = None
+    error: str | None = None
+    try:
+        left = remove_started()
+    except KeyboardInterrupt:
+        error = "interrupted while checking"
+    except Exception as err:  # the engine went away: say that nothing was checked
+        error = f"{type(err).__name__}: {err}"
+    err_console.print(f"[yellow]{interrupts.outcome(left, error)}[/]", highlight=False)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(interrupts.exit_code())
 
 
 if __name__ == "__main__":

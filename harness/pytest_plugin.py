@@ -13,6 +13,10 @@ Marker
   @pytest.mark.chaos(scenario="scenarios/kill-leader.toml", seed=1, **overrides): runs the scenario before the
   test; the test gets the result as the `chaos_result` fixture and fails with the violations and the report
   path when the checker finds any.
+Interrupts
+  While a cluster fixture is in use, SIGTERM (a CI cancel) ends the session as Ctrl-C does; an interrupted
+  session then removes what is left of the clusters it started (not kept ones), checks that nothing is, and says
+  so or names what is left (pytest's own exit code, 2, stays).
 Options
   --kafka-chaos-keep           keep clusters after the session (debugging); `kafka-chaos cluster down` removes them
   --kafka-chaos-results DIR    where runs write their results (default: results/)
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import sys
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -29,6 +34,7 @@ from typing import Any
 
 import pytest
 
+from kafka_chaos import interrupts
 from kafka_chaos.cluster import ClusterPool, ClusterSpec, KafkaCluster, spec_key
 from kafka_chaos.errors import KafkaChaosError
 
@@ -44,6 +50,29 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "kafka_cluster(**spec): the ClusterSpec the kafka_cluster fixture starts")
     config.addinivalue_line("markers", "chaos(scenario=..., seed=..., **overrides): run a chaos scenario")
+
+
+@pytest.hookimpl(trylast=True)  # after the session's fixtures (the cluster pool) were torn down
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    from kafka_chaos.cluster.kafka import remove_started
+    from kafka_chaos.cluster.labels import started_run_ids
+
+    interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or interrupts.received() is not None
+    if not interrupted or not started_run_ids():  # a session that started no cluster has nothing to say
+        return
+
+    left: dict[str, list[str]] | None = None
+    error: str | None = None
+    try:
+        left = remove_started()
+    except Exception as err:  # the engine went away: say that nothing was checked
+        error = f"{type(err).__name__}: {err}"
+    message = interrupts.outcome(left, error)
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(message, yellow=True)
+    else:
+        print(message, file=sys.stderr)
 
 
 def _spec_from_marker(item: pytest.Item) -> ClusterSpec:
@@ -74,8 +103,10 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 @pytest.fixture(scope="session")
 def kafka_chaos_pool(request: pytest.FixtureRequest) -> Iterator[ClusterPool]:
     pool = ClusterPool(keep=bool(request.config.getoption("--kafka-chaos-keep")))
-    yield pool
-    pool.release()
+    # only while clusters may be up: other suites in the same environment keep pytest's own signal handling
+    with interrupts.handling():
+        yield pool
+        pool.release()
 
 
 @pytest.fixture

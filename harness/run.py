@@ -38,6 +38,8 @@ from kafka_chaos.harness.replay import write_resolved
 from kafka_chaos.harness.scenario import Scenario, load_scenario, parse_scenario, to_toml
 from kafka_chaos.harness.testmap import Checker, Nemesis, RunContext, Workload
 from kafka_chaos.history import History
+from kafka_chaos.interrupts import STOPPING
+from kafka_chaos.interrupts import reset as reset_interrupts
 from kafka_chaos.rundir import RunDir
 from kafka_chaos.workloads.queue import QueueWorkload
 
@@ -112,6 +114,7 @@ def run_scenario(
     reused (a fresh topic per run).
     """
     s = resolve_scenario(scenario, seed, **overrides)
+    reset_interrupts()  # a caller that went on after an earlier interrupt: this run waits as long as it should
     _require_operation_images(s)
     console = console or Console(quiet=True)
     run_id = new_run_id(s.name, s.seed)
@@ -151,16 +154,26 @@ def run_scenario(
                 with console.status(f"cluster: starting {spec.nodes} nodes…"):
                     stack.enter_context(cluster)
                 topic = s.topic.name
-            stack.callback(cluster.save_logs, run.logs)
+            stack.callback(_save_logs, cluster, run.logs)
             ctx = RunContext(s, cluster, topic, history, run, console)
             _execute(ctx, parts_workloads, parts_nemeses)
             _write_resolved(run.path, s, parts_nemeses[0], run_id, cluster)
     except KeyboardInterrupt as err:
+        STOPPING.set()
         interrupted = err
     results = check_run_dir(run.path, console=console, checkers=checkers)
     if interrupted is not None:
         raise interrupted
     return RunResult(run_id, run.path, s, results)
+
+
+def _save_logs(cluster: KafkaCluster | ExternalCluster, directory: Path) -> None:
+    """The nodes' logs; once interrupted, as much as can be read (the message at exit is about the cluster)."""
+    try:
+        cluster.save_logs(directory)
+    except Exception:
+        if not STOPPING.is_set():
+            raise
 
 
 def _require_operation_images(s: Scenario) -> None:
@@ -174,7 +187,7 @@ def _require_operation_images(s: Scenario) -> None:
 
 def _write_resolved(run_dir: Path, s: Scenario, nemesis: Nemesis, run_id: str,
                     cluster: KafkaCluster | ExternalCluster) -> None:
-    """scenario.resolved.toml (issue 15): the fault plan with the node ids each fault hit, for replay and shrink.
+    """scenario.resolved.toml: the fault plan with the node ids each fault hit, for replay and shrink.
     A nemesis of the caller's own has no plan to record; the scenario's schedule is written as planned."""
     planned = (nemesis.resolved_plan() if isinstance(nemesis, ScheduledNemesis)
                else plan(s.faults, s.duration_s, s.seed))
@@ -198,33 +211,44 @@ def _execute(ctx: RunContext, workloads: list[Workload], nemeses: list[Nemesis])
     observer = Observer(cluster.bootstrap_servers(direct=True), ctx.topic, s.topic.partitions, ctx.run.state,
                         history.now)
     observer.start()
-    for workload in workloads:
-        workload.start(ctx)
-    for nemesis in nemeses:  # the fault schedule, then the operations
-        nemesis.start(ctx)
-    interrupted = False
     try:
-        with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[stats]}"),
-                      TimeRemainingColumn(), console=ctx.console, transient=True) as progress:
-            task = progress.add_task(s.name, total=s.duration_s, stats="")
-            start = time.monotonic()
-            while (elapsed := time.monotonic() - start) < s.duration_s:
-                progress.update(task, completed=elapsed, stats=" · ".join(w.progress() for w in workloads))
-                time.sleep(0.5)
-    except KeyboardInterrupt:
-        interrupted = True  # the cluster is about to go: stop at once, keep what the history has
-        raise
+        _run_parts(ctx, workloads, nemeses)
+        history.record("harness", "info", "drain-start", None)  # consumer lag is measured before it
+        with ctx.console.status("final read…"):
+            reads = [workload.final_read(ctx) for workload in workloads]
+        history.record("harness", "info", "drain-complete", all(r.get("complete", True) for r in reads if r))
     finally:
-        with ctx.console.status("healing every fault…"):
-            for nemesis in nemeses:
-                nemesis.stop(ctx, interrupted=interrupted)
-        with ctx.console.status("stopping clients…"):
+        observer.stop()
+
+
+def _run_parts(ctx: RunContext, workloads: list[Workload], nemeses: list[Nemesis]) -> None:
+    """Start the parts, let the run last its duration, heal, stop the clients. Every part started is stopped,
+    also when an interrupt comes while others start or stop (then without waiting long for any)."""
+    s = ctx.scenario
+    with contextlib.ExitStack() as stops:  # unwound in reverse: the nemeses heal first, then the clients stop
+        try:
             for workload in workloads:
-                workload.stop(ctx, interrupted=interrupted)
-            if interrupted:
-                observer.stop()
-    history.record("harness", "info", "drain-start", None)  # consumer lag is measured before it
-    with ctx.console.status("final read…"):
-        reads = [workload.final_read(ctx) for workload in workloads]
-    history.record("harness", "info", "drain-complete", all(r.get("complete", True) for r in reads if r))
-    observer.stop()
+                workload.start(ctx)
+                stops.callback(_stop_part, ctx, workload, "stopping clients…")
+            for nemesis in nemeses:  # the fault schedule, then the operations
+                nemesis.start(ctx)
+                stops.callback(_stop_part, ctx, nemesis, "healing every fault…")
+            with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[stats]}"),
+                          TimeRemainingColumn(), console=ctx.console, transient=True) as progress:
+                task = progress.add_task(s.name, total=s.duration_s, stats="")
+                start = time.monotonic()
+                while (elapsed := time.monotonic() - start) < s.duration_s:
+                    progress.update(task, completed=elapsed, stats=" · ".join(w.progress() for w in workloads))
+                    time.sleep(0.5)
+        except KeyboardInterrupt:
+            STOPPING.set()  # the cluster is about to go: every stop below waits briefly, keeping what the history has
+            raise
+
+
+def _stop_part(ctx: RunContext, part: Workload | Nemesis, status: str) -> None:
+    try:
+        with ctx.console.status(status):
+            part.stop(ctx, interrupted=STOPPING.is_set())
+    except KeyboardInterrupt:
+        STOPPING.set()  # the remaining parts still stop, briefly
+        raise

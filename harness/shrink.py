@@ -1,4 +1,4 @@
-"""Shrink a failing run to a minimal reproducer (issue 15): `kafka-chaos shrink RUN_DIR`.
+"""Shrink a failing run to a minimal reproducer: `kafka-chaos shrink RUN_DIR`.
 
 It starts from the run's `scenario.resolved.toml` (every fault explicit) and re-runs variations of it on fresh
 real clusters, keeping each variation that still shows the anomaly:

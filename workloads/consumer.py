@@ -24,6 +24,7 @@ from typing import Any, Literal
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
 from kafka_chaos.cluster.logs import client_logger
+from kafka_chaos.interrupts import join
 from kafka_chaos.workloads.recorder import Recorder, parse_payload
 
 
@@ -131,7 +132,7 @@ class ConsumerWorkload:
 
     def stop(self) -> None:
         self.stop_event.set()
-        self._thread.join()
+        join(self._thread)  # bounded once interrupted: a close stuck on a dead broker must not hold the exit
 
     def client_config(self) -> dict[str, Any]:
         return self.settings.client_config()

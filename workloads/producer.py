@@ -23,6 +23,7 @@ from typing import Any
 from confluent_kafka import KafkaError, Message, Producer
 
 from kafka_chaos.cluster.logs import client_logger
+from kafka_chaos.interrupts import join
 from kafka_chaos.workloads.recorder import Recorder, payload
 
 # Rejected by the broker or client before any append could happen, whatever the retries.
@@ -102,7 +103,7 @@ class ProducerWorkload:
     def stop(self, flush_timeout_s: float = 20) -> None:
         self._flush_timeout_s = flush_timeout_s
         self.stop_event.set()
-        self._thread.join()
+        join(self._thread)  # bounded once interrupted: its unanswered sends stay open invokes (unknown)
 
     def _next_partition(self, process: int) -> int:
         if process not in self._partition_cycle:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from kafka_chaos.cluster.logs import client_logger
+from kafka_chaos.interrupts import join
 from kafka_chaos.workloads.config import WorkloadConfig
 from kafka_chaos.workloads.consumer import ConsumerSettings, ConsumerWorkload, end_offsets, poll_once, start_reading
 from kafka_chaos.workloads.recorder import Recorder, parse_payload, payload
@@ -130,7 +131,7 @@ class TxnProducerThread:
     def stop(self) -> None:
         self.stop_event.set()
         # an op waits at most its own timeouts (commit, then abort); beyond that a client call is hung
-        self._thread.join(self.config.request_timeout_ms / 1000 * 3 * 2 + STOP_GRACE_S)
+        join(self._thread, self.config.request_timeout_ms / 1000 * 3 * 2 + STOP_GRACE_S)
 
     def _producer(self) -> Producer:
         c = self.config

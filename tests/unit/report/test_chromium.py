@@ -1,4 +1,4 @@
-"""The report in a real browser (issue 7): headless Chromium loads it from disk without console errors, the
+"""The report in a real browser: headless Chromium loads it from disk without console errors, the
 verdict and an anomaly row are in the DOM after load, and a screenshot is saved next to it (report.png).
 
 Skipped when `chromium` is not installed (Debian: `apt-get install chromium`); CI installs it. The same

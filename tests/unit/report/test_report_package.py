@@ -1,4 +1,4 @@
-"""The report package: geometry as pure functions, templates that escape, and the sections added with issue 11
+"""The report package: geometry as pure functions, templates that escape, and the sections added later
 (feature levels, faults active at an anomaly, health and availability when the results carry them)."""
 
 from __future__ import annotations
