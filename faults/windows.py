@@ -135,10 +135,6 @@ def _is_heal(f: str) -> bool:
     return f in HEALS or f == "heal" or f.startswith("heal-") or (f.endswith("-heal") and len(f) > 5)
 
 
-def _step(e: NemesisEvent) -> NemesisEvent:
-    return NemesisEvent(e.index, e.time, e.type, e.f, e.value, e.error, e.process)
-
-
 def _merged(invoke: Any, info: Any) -> Any:
     """The info's value over the invoke's: the completion may not repeat the target or the shape."""
     if isinstance(invoke, dict) and isinstance(info, dict):
@@ -153,18 +149,18 @@ def _effective(events: Iterable[NemesisEvent]) -> list[NemesisEvent]:
     for e in events:
         if e.type == "invoke":
             if pending is not None:
-                out.append(_step(pending))
+                out.append(pending)
             pending = e
         else:
             if pending is not None and pending.f == e.f:
                 out.append(NemesisEvent(pending.index, e.time, e.type, e.f, _merged(pending.value, e.value), e.error))
             else:
                 if pending is not None:
-                    out.append(_step(pending))
-                out.append(_step(e))
+                    out.append(pending)
+                out.append(e)
             pending = None
     if pending is not None:
-        out.append(_step(pending))
+        out.append(pending)
     return out
 
 
