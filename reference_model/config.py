@@ -138,6 +138,9 @@ class RunConfig:
     unclean: bool = False
     elr: bool = False
     kafka_version: str | None = None
+    elr_explicit: bool = False
+    """ELR was set by the scenario (`[cluster] elr`, `eligible.leader.replicas.version`), not the version's
+    default."""
     request_timeout_ms: int = 30000
     """The producer's request.timeout.ms (librdkafka's default 30 s)."""
     flush_every_message: bool = False
@@ -196,6 +199,7 @@ class RunConfig:
                 False,
             ),
             elr=elr,
+            elr_explicit=elr_raw is not None,
             brokers=node_ids.broker_ids(nodes),
             controllers=node_ids.controller_ids(nodes, _as_int(_first(cluster.get("controllers")), 0)),
             timeouts=Timeouts.from_config(d),

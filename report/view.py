@@ -8,6 +8,7 @@ from typing import Any
 
 from kafka_chaos.checker.conformance import CONFORMANCE_NAMES
 from kafka_chaos.faults.registry import colour
+from kafka_chaos.reference_model.config import RunConfig
 from kafka_chaos.reference_model.expectations import Expectations, expectations
 from kafka_chaos.report.causes import cause_line
 from kafka_chaos.report.data import (
@@ -28,16 +29,17 @@ from kafka_chaos.versions import elr_default
 
 KNOWN_FIELDS = ("key", "value", "values", "count", "offset", "offsets", "ops", "times", "verdict", "reason",
                 "name", "bad")
+
+
 def elr_label(cfg: dict[str, Any]) -> str:
-    """The ELR feature as the cluster ran it: set explicitly, or the version's default (KIP-966)."""
-    cluster = as_dict(cfg.get("cluster"))
-    explicit = cluster.get("elr")
-    if explicit is not None:
-        return f"ELR {on_off(explicit)}"
-    default = elr_default(cluster.get("kafka_version"))
-    if default is None:
+    """The ELR feature as the cluster ran it, as the model reads it (reference_model.config.RunConfig): set by
+    the scenario, or the version's default (KIP-966)."""
+    run = RunConfig.from_scenario(cfg)
+    if run.elr_explicit:
+        return f"ELR {on_off(run.elr)}"
+    if elr_default(run.kafka_version) is None:
         return "ELR ?"
-    return f"ELR {on_off(default)} (Kafka {cluster.get('kafka_version')}'s default)"
+    return f"ELR {on_off(run.elr)} (Kafka {run.kafka_version}'s default)"
 
 
 def config_line(data: RunData) -> str:

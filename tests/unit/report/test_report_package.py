@@ -36,6 +36,14 @@ def test_elr_shows_the_versions_default_when_not_set() -> None:
     assert elr_label({"cluster": {"kafka_version": "4.0.1", "elr": True}}) == "ELR on"
 
 
+def test_elr_set_by_the_brokers_feature_setting_is_shown_as_the_model_reads_it() -> None:
+    from kafka_chaos.reference_model.config import RunConfig
+
+    cfg = {"cluster": {"kafka_version": "4.0.1"}, "kafka_settings": {"eligible.leader.replicas.version": "1"}}
+    assert RunConfig.from_scenario(cfg).elr is True
+    assert elr_label(cfg) == "ELR on"  # not "off (Kafka 4.0.1's default)": the model judged the run with ELR on
+
+
 def _results(run_dir: Path) -> dict:
     return json.loads((run_dir / "results.json").read_text())
 
