@@ -45,19 +45,12 @@ def labelled(client: docker.DockerClient, run_id: str | None = None) -> dict[str
 
 
 def labelled_of(client: docker.DockerClient, run_ids: frozenset[str]) -> dict[str, list[str]]:
-    """`labelled` for a set of run ids, in one listing per kind."""
-    if not run_ids:
-        return {"containers": [], "networks": [], "volumes": []}
-    flt: dict[str, str | list[str] | bool] = {"label": RUN_LABEL}
-
-    def ours(labels: dict[str, str] | None) -> bool:
-        return (labels or {}).get(RUN_LABEL) in run_ids
-
-    return {
-        "containers": [str(c.name) for c in client.containers.list(all=True, filters=flt) if ours(c.labels)],
-        "networks": [str(n.name) for n in client.networks.list(filters=flt) if ours(n.attrs.get("Labels"))],
-        "volumes": [str(v.name) for v in client.volumes.list(filters=flt) if ours(v.attrs.get("Labels"))],
-    }
+    """`labelled` for a set of run ids."""
+    found: dict[str, list[str]] = {"containers": [], "networks": [], "volumes": []}
+    for run_id in sorted(run_ids):
+        for kind, names in labelled(client, run_id).items():
+            found[kind] += names
+    return found
 
 
 def remove_labelled(client: docker.DockerClient, run_id: str | None = None) -> dict[str, list[str]]:
