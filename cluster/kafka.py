@@ -46,7 +46,7 @@ from kafka_chaos.cluster.toxiproxy import Toxiproxy
 from kafka_chaos.cluster.volatile_disk import missing_requirements, remove_disks
 from kafka_chaos.cluster.waits import Wait
 from kafka_chaos.errors import ClusterError
-from kafka_chaos.interrupts import deferred
+from kafka_chaos.interrupts import deferred, outcome
 
 
 def new_cluster_id() -> str:
@@ -72,6 +72,20 @@ def remove_started() -> dict[str, list[str]]:
             remove_disks(run_id)
             remove_sized_disks(run_id)
     return labelled_of(client, run_ids)
+
+
+def sweep_after_interrupt() -> str:
+    """After an interrupt: remove what is left of every cluster this process started, check the engine, and
+    say only what that check found (interrupts.outcome) — the CLI and the pytest plugin print this."""
+    left: dict[str, list[str]] | None = None
+    error: str | None = None
+    try:
+        left = remove_started()
+    except KeyboardInterrupt:
+        error = "interrupted while checking"
+    except Exception as err:  # the engine went away: say that nothing was checked
+        error = f"{type(err).__name__}: {err}"
+    return outcome(left, error)
 
 
 class KafkaCluster:

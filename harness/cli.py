@@ -470,18 +470,10 @@ def _exit_interrupted() -> NoReturn:
     left), and exit at once: 130 after SIGINT, 143 after SIGTERM. At once, because a client thread abandoned in
     a librdkafka call would otherwise hold the interpreter's exit."""
     from kafka_chaos import interrupts
-    from kafka_chaos.cluster.kafka import remove_started
+    from kafka_chaos.cluster.kafka import sweep_after_interrupt
 
     interrupts.STOPPING.set()
-    left: dict[str, list[str]] | None = None
-    error: str | None = None
-    try:
-        left = remove_started()
-    except KeyboardInterrupt:
-        error = "interrupted while checking"
-    except Exception as err:  # the engine went away: say that nothing was checked
-        error = f"{type(err).__name__}: {err}"
-    err_console.print(f"[yellow]{interrupts.outcome(left, error)}[/]", highlight=False)
+    err_console.print(f"[yellow]{sweep_after_interrupt()}[/]", highlight=False)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(interrupts.exit_code())

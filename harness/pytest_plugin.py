@@ -54,20 +54,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(trylast=True)  # after the session's fixtures (the cluster pool) were torn down
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    from kafka_chaos.cluster.kafka import remove_started
+    from kafka_chaos.cluster.kafka import sweep_after_interrupt
     from kafka_chaos.cluster.labels import started_run_ids
 
     interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or interrupts.received() is not None
     if not interrupted or not started_run_ids():  # a session that started no cluster has nothing to say
         return
-
-    left: dict[str, list[str]] | None = None
-    error: str | None = None
-    try:
-        left = remove_started()
-    except Exception as err:  # the engine went away: say that nothing was checked
-        error = f"{type(err).__name__}: {err}"
-    message = interrupts.outcome(left, error)
+    message = sweep_after_interrupt()
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
         reporter.write_line(message, yellow=True)
