@@ -98,7 +98,6 @@ class Timeouts:
         return self.request_timeout_s + self.retry_backoff_s + self.metadata_refresh_s
 
 
-
 def _section(d: Mapping[str, Any], name: str) -> Mapping[str, Any]:
     value = d.get(name)
     return value if isinstance(value, Mapping) else {}

@@ -26,7 +26,7 @@ from kafka_chaos.reference_model import availability as bounds
 from kafka_chaos.reference_model.config import RunConfig
 from kafka_chaos.reference_model.verdicts import FaultSummary, judge
 
-__all__ = ["Expectation", "Expectations", "expectations", "run_config"]
+__all__ = ["Expectation", "Expectations", "expectations"]
 
 NS = 1_000_000_000
 # Conformance checks about which replica leads and who stays in the ISR (checker.conformance).
@@ -53,11 +53,6 @@ class Expectations:
     @property
     def mismatches(self) -> int:
         return sum(1 for r in self.rows if r.mismatch)
-
-
-def run_config(config: Mapping[str, Any] | None) -> RunConfig:
-    """The model's view of the resolved scenario (the one place this module derives it)."""
-    return RunConfig.from_scenario(config or {})
 
 
 def _on(flag: bool) -> str:
@@ -220,7 +215,7 @@ def expectations(config: Mapping[str, Any] | None, windows: Iterable[Mapping[str
     results.json measured (absent: the observed side says so)."""
     results = results or {}
     windows = [w for w in windows if isinstance(w, Mapping)]
-    cfg = run_config(config)
+    cfg = RunConfig.from_scenario(config or {})
     faults = FaultSummary.coerce({"windows": windows})
     health = results.get("health")
     rows = [_durability(cfg, faults, results)]
