@@ -50,9 +50,6 @@ from kafka_chaos.errors import HistoryError
 from kafka_chaos.faults.windows import NemesisEvent as NemesisEvent  # the fault pairing takes these events
 from kafka_chaos.rundir import EXTRA_READS_FILE, HISTORY_FILE, OPS_FILE, POLLS_FILE, SENDS_FILE, STATE_FILE
 
-_LOADS = LOADS
-"""The JSON decoder the reader uses (checker.history_reader.LOADS), for this module's other readers."""
-
 
 @dataclass(frozen=True)
 class HistoryMeta:
@@ -293,7 +290,7 @@ def read_state_samples(run_dir: Path | str) -> list[dict[str, Any]] | None:
     with fh:
         for line in fh:
             try:
-                o = _LOADS(line)
+                o = LOADS(line)
             except ValueError:
                 continue
             if isinstance(o, dict):

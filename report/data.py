@@ -42,10 +42,6 @@ BUCKET_NS = 1_000_000_000
 RAW_LINE_CHARS = 400
 
 
-
-_loads = LOADS
-
-
 # -- reading -------------------------------------------------------------------------------------------------
 
 
@@ -186,7 +182,7 @@ def _cite(scan: HistoryScan, history: Path, ops: pa.Table, want: set[int]) -> bo
     found = _lines_at(history, [i + 1 for i in sorted(want | set(scan.partner))])
     for lineno, line in found.items():
         try:
-            ev = _loads(line)
+            ev = LOADS(line)
         except ValueError:
             continue
         if not isinstance(ev, dict) or ev.get("index", lineno - 1) != lineno - 1:
@@ -266,7 +262,7 @@ def scan_state(path: Path) -> StateScan:
     with path.open("rb") as fh:
         for line in fh:
             try:
-                s = _loads(line)
+                s = LOADS(line)
                 if not isinstance(s, dict):
                     raise ValueError("not an object")
             except ValueError:
