@@ -14,6 +14,13 @@ ELR_DEFAULT_FROM = (4, 1)
 """ELR is on by default for clusters created from Kafka 4.1."""
 DYNAMIC_QUORUM_FROM = (3, 9)
 """KIP-853's dynamic KRaft quorum (kraft.version 1) from Kafka 3.9."""
+TRANSACTION_VERIFICATION_FROM = (3, 6)
+"""KIP-890 part 1: the leader verifies a transactional Produce with the coordinator (KAFKA-14884, 3.6.0;
+transaction.partition.verification.enable defaults to true)."""
+TRANSACTION_V2_FROM = (4, 0)
+"""KIP-890 part 2: transaction version 2, an epoch bump at every transaction end (EndTxn v5), from Kafka 4.0."""
+ALTER_PARTITION_BROKER_EPOCH_FROM = (3, 5)
+"""KIP-903: AlterPartition carries each replica's broker epoch (KAFKA-14617, 3.5.0)."""
 
 
 def major_minor(version: Any) -> tuple[int, int] | None:

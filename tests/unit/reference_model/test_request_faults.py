@@ -1,0 +1,80 @@
+"""The request-fault rules: what Kafka's code lets through when one kind of request is late, lost or repeated."""
+
+from __future__ import annotations
+
+import pytest
+
+from kafka_chaos.reference_model.request_faults import (
+    REQUEST_FAULT_KINDS,
+    TXN_LOSS_ANOMALIES,
+    rule_for,
+    transaction_version_2,
+)
+
+
+@pytest.mark.parametrize("kind", sorted(REQUEST_FAULT_KINDS))
+def test_idempotent_produce_is_never_written_twice(kind: str) -> None:
+    rule = rule_for(kind, "Produce", kafka_version="4.3.1", idempotence=True, transactional=False)
+    assert "duplicate" not in rule.permits
+    assert "NUM_BATCHES_TO_RETAIN" in rule.rule
+
+
+def test_duplicated_produce_without_idempotence_may_be_appended_twice() -> None:
+    rule = rule_for("request-duplicate", "Produce", kafka_version="4.3.1", idempotence=False, transactional=False)
+    assert "duplicate" in rule.permits
+    assert rule.defect is None
+
+
+@pytest.mark.parametrize(("version", "defect", "fixed_in"), [
+    ("3.5.2", "KAFKA-14402", "3.6.0"),
+    ("3.6.0", "KAFKA-14402 (late Produce joins the next transaction)", "4.0.0 with transaction version 2"),
+    ("4.3.1", "KAFKA-14402 (late Produce joins the next transaction)", "4.0.0 with transaction version 2"),
+])
+def test_late_transactional_produce_with_librdkafka(version: str, defect: str, fixed_in: str) -> None:
+    rule = rule_for("request-hold", "Produce", kafka_version=version, idempotence=True, transactional=True)
+    assert rule.permits >= TXN_LOSS_ANOMALIES
+    assert "duplicate" not in rule.permits  # idempotence still holds
+    assert (rule.defect, rule.fixed_in) == (defect, fixed_in)
+
+
+def test_late_transactional_produce_is_fenced_by_transaction_version_2() -> None:
+    rule = rule_for("request-hold", "Produce", kafka_version="4.1.0", idempotence=True, transactional=True,
+                    client_transaction_version=2)
+    assert rule.permits == frozenset()
+    assert rule.defect is None
+
+
+@pytest.mark.parametrize("kind", ["request-hold", "request-delay", "request-duplicate"])
+def test_late_end_txn_is_kafka_17754_under_protocol_v1(kind: str) -> None:
+    rule = rule_for(kind, "EndTxn", kafka_version="4.3.1", idempotence=True, transactional=True)
+    assert rule.defect == "KAFKA-17754"
+    assert {"G1a", "G1c", "lost-write"} <= rule.permits
+
+
+def test_late_end_txn_needs_both_a_4_0_broker_and_a_version_2_client() -> None:
+    assert rule_for("request-hold", "EndTxn", kafka_version="4.0.1", idempotence=True, transactional=True,
+                    client_transaction_version=2).permits == frozenset()
+    assert rule_for("request-hold", "EndTxn", kafka_version="3.9.1", idempotence=True, transactional=True,
+                    client_transaction_version=2).defect == "KAFKA-17754"
+    assert not transaction_version_2("3.9.1", 2)
+    assert not transaction_version_2("4.3.1", None)
+    assert transaction_version_2("4.0.0", 2)
+
+
+@pytest.mark.parametrize("api", ["AlterPartition", "WriteTxnMarkers", "Fetch", "Metadata"])
+@pytest.mark.parametrize("kind", sorted(REQUEST_FAULT_KINDS))
+def test_other_requests_permit_no_data_anomaly(api: str, kind: str) -> None:
+    rule = rule_for(kind, api, kafka_version="3.4.1", idempotence=True, transactional=True)
+    assert rule.permits == frozenset()
+    assert rule.defect is None
+
+
+def test_end_txn_response_drop_is_only_a_retry() -> None:
+    # a lost response makes the client re-send; the coordinator answers a repeat of a finished end as a retry
+    assert rule_for("response-drop", "EndTxn", kafka_version="4.3.1", idempotence=True,
+                    transactional=True).permits == frozenset()
+
+
+def test_unknown_kind_is_refused() -> None:
+    with pytest.raises(ValueError, match="not a request fault kind"):
+        rule_for("latency", "Produce", kafka_version="4.3.1", idempotence=True, transactional=False)
