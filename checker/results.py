@@ -36,8 +36,10 @@ class AnomalyInstance(BaseModel):
     offset: Any = None
     offsets: list[Any] | None = None
     ops: list[int] | None = None
-    verdict: Literal["violation", "permitted", "unknown"] | None = None
+    verdict: Literal["violation", "permitted", "known-defect", "unknown"] | None = None
     reason: str | None = None
+    defect: str | None = None  # known-defect: the bug behind it (reference_model.verdicts.Verdict)
+    fixed_in: str | None = None
 
 
 class RunResults(BaseModel):
@@ -48,6 +50,8 @@ class RunResults(BaseModel):
     anomaly_counts: dict[str, int] = Field(default_factory=dict)
     anomalies: dict[str, list[AnomalyInstance]] = Field(default_factory=dict)
     violations: list[AnomalyInstance] = Field(default_factory=list)  # instances judged violations (finish)
+    known_defects: list[AnomalyInstance] = Field(default_factory=list)
+    """Instances judged a known defect of the version in use (finish): reported apart, not failing the run."""
     stats: dict[str, Any] = Field(default_factory=dict)
     run: dict[str, Any] | None = None  # completeness details and op counts (checker)
     faults: dict[str, Any] | None = None  # the fault windows the verdicts used
@@ -87,10 +91,13 @@ class RunResults(BaseModel):
             found = [v for v in self.violations if v.name not in judged_here]
         else:
             found = [AnomalyInstance.model_validate(f) for f in findings]
-        violations = [*_judged_violations(self.anomalies), *_judged_violations(conformance), *found]
+        violations = [*_judged(self.anomalies, "violation"), *_judged(conformance, "violation"), *found]
         for name, out in (self.checkers or {}).items():
             violations += [AnomalyInstance.model_validate({"name": name, **v}) for v in out.get("violations", [])]
         self.violations = violations
+        known = [*_judged(self.anomalies, "known-defect"), *_judged(conformance, "known-defect")]
+        if known or "known_defects" in self.model_fields_set:  # absent from results.json while there are none
+            self.known_defects = known
         hidden = any(ANOMALIES_BAD_BY_DEFAULT.get(name, True) and count > len(self.anomalies.get(name, []))
                      for name, count in self.anomaly_counts.items())
         self.valid = not hidden and not any(_bad(name, inst) for name, insts in self.anomalies.items()
@@ -148,12 +155,12 @@ class RunResults(BaseModel):
                                f"again to rewrite it: `kafka-chaos check {path.parent}`.") from None
 
 
-def _judged_violations(anomalies: Mapping[str, Any]) -> list[AnomalyInstance]:
+def _judged(anomalies: Mapping[str, Any], verdict: str) -> list[AnomalyInstance]:
     out = []
     for name, insts in anomalies.items():
         for inst in insts:
             inst = inst if isinstance(inst, AnomalyInstance) else AnomalyInstance.model_validate(inst)
-            if inst.verdict == "violation":
+            if inst.verdict == verdict:
                 out.append(inst.model_copy(update={"name": name}))
     return out
 

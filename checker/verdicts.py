@@ -6,7 +6,8 @@ allowed it. This module is the bridge and the policy kept apart (Jepsen's `allow
 - `is_bad(name, instance)`: Jepsen's bad-by-default rule (`ANOMALIES_BAD_BY_DEFAULT`), except that
   `poll-skip` and `nonmonotonic-poll` of subscribe-mode consumers are allowed (rebalances move partitions).
 - `apply_verdicts`: asks `judge(anomaly, instance, config, faults)` for every instance and writes
-  `verdict` ("violation" | "permitted") and `reason` onto it. Without a reference model (not importable),
+  `verdict` ("violation" | "permitted" | "known-defect", with the bug's `defect` and `fixed_in`) and `reason`
+  onto it. Without a reference model (not importable),
   every bad instance is a violation with reason "no reference model", and the others are permitted.
 """
 
@@ -19,6 +20,7 @@ from kafka_chaos.checker.schema import ANOMALIES_BAD_BY_DEFAULT
 
 VIOLATION = "violation"
 PERMITTED = "permitted"
+KNOWN_DEFECT = "known-defect"
 SUBSCRIBE_ALLOWED = frozenset({"poll-skip", "nonmonotonic-poll"})
 
 
@@ -113,6 +115,8 @@ def apply_verdicts(
                 try:
                     v = judge(name, inst, config, faults)
                     verdict, reason = str(v.verdict), str(v.reason)
+                    if verdict == KNOWN_DEFECT:
+                        inst["defect"], inst["fixed_in"] = getattr(v, "defect", None), getattr(v, "fixed_in", None)
                 except Exception as e:
                     verdict, reason = _default(name, inst)
                     reason = f"reference model failed ({type(e).__name__}: {e}); {reason}"

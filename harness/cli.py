@@ -8,6 +8,7 @@ import json
 import os
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
@@ -381,8 +382,9 @@ def shrink(
         + (" [yellow](budget spent)[/]" if r.budget_exhausted else "") + f"; steps: {r.index}", highlight=False)
 
 
-def verdict_rows(results: RunResults) -> list[tuple[str, int, int, int]]:
-    """(anomaly, instances, violations, permitted) per anomaly of results.json, conformance ones marked."""
+def verdict_rows(results: RunResults) -> list[tuple[str, int, int, int, int]]:
+    """(anomaly, instances, violations, known defects, permitted) per anomaly of results.json, conformance ones
+    marked."""
     rows = []
     conformance = (results.conformance or {}).get("anomalies") or {}
     anomalies = {name: [i.verdict for i in insts] for name, insts in results.anomalies.items()}
@@ -390,21 +392,25 @@ def verdict_rows(results: RunResults) -> list[tuple[str, int, int, int]]:
         for name, instances in sorted(found.items()):
             verdicts = [i.get("verdict") if isinstance(i, dict) else i for i in instances]
             rows.append((f"{name} ({label})" if label else name, len(instances), verdicts.count("violation"),
-                         verdicts.count("permitted")))
+                         verdicts.count("known-defect"), verdicts.count("permitted")))
     return rows
 
 
 def _print_verdict(results: RunResults, run_dir: Path) -> None:
     rows = verdict_rows(results)
     table = Table(title=f"anomalies — {run_dir}")
-    for col in ("anomaly", "count", "violations", "permitted"):
+    for col in ("anomaly", "count", "violations", "known defects", "permitted"):
         table.add_column(col, justify="left" if col == "anomaly" else "right")
-    for name, n, bad, ok in rows:
-        table.add_row(name, str(n), f"[red]{bad}[/]" if bad else "0", str(ok))
+    for name, n, bad, known, ok in rows:
+        table.add_row(name, str(n), f"[red]{bad}[/]" if bad else "0", f"[yellow]{known}[/]" if known else "0", str(ok))
     if rows:
         console.print(table)
     _print_availability(results.availability)
     verdict = "[red]FAIL[/]" if results.violations else "[green]PASS[/]"
+    if results.known_defects:
+        by_defect = Counter(str(i.defect) for i in results.known_defects)
+        console.print("[yellow]known defects[/] (the version in use has these bugs; they do not fail the run): "
+                      + ", ".join(f"{d} ×{n}" for d, n in sorted(by_defect.items())), highlight=False)
     complete = "complete" if results.complete else "[yellow]incomplete[/] (the run was cut short)"
     console.print(
         f"{verdict}: {len(results.violations)} violations, valid={results.valid}, {complete}; "

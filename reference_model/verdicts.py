@@ -55,8 +55,15 @@ MODEL_MAX_RF = 3
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    verdict: Literal["violation", "permitted"]
+    """``violation``: a documented promise was broken. ``permitted``: the configuration allows it.
+    ``known-defect``: it breaks a promise, but the version in use has a known bug (``defect``, fixed in
+    ``fixed_in``; None while unfixed) that makes exactly this shape; reported under the bug's name, apart from
+    violations. The same shape at or past the fix is a regression, judged a violation."""
+
+    verdict: Literal["violation", "permitted", "known-defect"]
     reason: str
+    defect: str | None = None
+    fixed_in: str | None = None
 
 
 def _permitted(reason: str) -> Verdict:
@@ -65,6 +72,10 @@ def _permitted(reason: str) -> Verdict:
 
 def _violation(reason: str) -> Verdict:
     return Verdict("violation", reason)
+
+
+def _known_defect(defect: str, fixed_in: str | None, reason: str) -> Verdict:
+    return Verdict("known-defect", reason, defect=defect, fixed_in=fixed_in)
 
 
 # -------------------------------------------------------------------------------------------------- faults
@@ -430,6 +441,7 @@ def _loss_verdict(what: str, cfg: RunConfig, known: bool, faults: FaultSummary) 
     )
 
 
+LIBRDKAFKA_REUSED_SEQUENCE_DEFECT = "librdkafka: an aborted send's sequence reused"
 LIBRDKAFKA_REUSED_SEQUENCE = (
     "librdkafka's abort_transaction purges the messages still queued and moves the partition's sequence base "
     "past them as if never sent (rd_kafka_toppar_purge_queues; a request that timed out counts as not persisted "
@@ -448,7 +460,7 @@ def _reused_sequence(i: Mapping[str, Any], what: str) -> Verdict | None:
     first = mark[0] if isinstance(mark, list) and mark else mark
     if not isinstance(first, Mapping):
         return None
-    return _permitted(
+    return _known_defect(LIBRDKAFKA_REUSED_SEQUENCE_DEFECT, None,
         f"the {what}: value {first.get('value')} was committed by op {first.get('op')} of process "
         f"{first.get('process')} and acknowledged at offset {first.get('offset')}, where the log holds value "
         f"{first.get('aborted_value')}, sent by the same producer's aborted op {first.get('aborted_op')} and "
@@ -596,6 +608,8 @@ def _vanished_read(_i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: F
 #   cycles through an append that preceded a commit, are permitted. What the log does forbid is a cycle whose
 #   every step is forced in time (`_cycle_forced`).
 KIP_98 = "KIP-98"
+KAFKA_17754_DEFECT = "KAFKA-17754"
+KAFKA_17754_FIXED_IN = "4.0.0 with transaction version 2 (a client that speaks it; not librdkafka)"
 KAFKA_17754 = (
     "KAFKA-17754 (Jepsen, Bufstream 0.1.0): transaction protocol v1 orders nothing across connections, so a request "
     "held back on a slowed client link — an EndTxn, or a Produce — can end or join a later transaction of the same "
@@ -617,7 +631,8 @@ def _g1a(i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: FaultSummary
             "config isolation.level)"
         )
     if _writer_txn(i) and faults.link_faults:
-        return _permitted(f"an aborted transaction's record committed under a client-link fault: {KAFKA_17754}")
+        return _known_defect(KAFKA_17754_DEFECT, KAFKA_17754_FIXED_IN,
+                             f"an aborted transaction's record committed under a client-link fault: {KAFKA_17754}")
     if _writer_txn(i):
         return _violation(
             f"a read_committed consumer returned a record of an aborted transaction: {KIP_98} promises it only "
@@ -675,7 +690,8 @@ def _cycle(i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: FaultSumma
         return _permitted("an unclean leader election may truncate a log and reuse its offsets, which can order "
                           "versions against time")
     if faults.link_faults:
-        return _permitted(f"a transaction torn by a delayed request under a client-link fault: {KAFKA_17754}")
+        return _known_defect(KAFKA_17754_DEFECT, KAFKA_17754_FIXED_IN,
+                             f"a transaction torn by a delayed request under a client-link fault: {KAFKA_17754}")
     return _violation(
         f"every step of this cycle is forced in time ({KIP_98}: a committed transaction's records precede its "
         "commit marker, and a read_committed reader sees them only after it), so it orders a transaction "

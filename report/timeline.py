@@ -453,38 +453,39 @@ def instance_time(inst: dict[str, Any]) -> int | None:
 
 
 def _anomaly_panel(data: RunData, tl: Timeline) -> Panel | None:
-    """One marker per anomaly instance, at the time of its first op: red for violations."""
-    marks: list[tuple[int, str, str, bool]] = []
+    """One marker per anomaly instance, at the time of its first op: red for violations, amber for known
+    defects of the version in use."""
+    marks: list[tuple[int, int, str, str, str]] = []
     for name, insts in instances_by_name(data.results).items():
         for inst in insts:
             t = instance_time(inst)
             if t is not None:
-                marks.append((t, name, str(inst.get("key", "")), inst.get("verdict") == "violation"))
+                verdict = str(inst.get("verdict"))
+                verdict = verdict if verdict in VERDICT_COLOURS else "permitted"
+                marks.append((VERDICT_LAYER[verdict], t, name, str(inst.get("key", "")), verdict))
     if not marks:
         return None
-    marks.sort(key=lambda m: (m[3], m[0]))  # violations drawn last, on top
+    marks.sort()  # violations drawn last, on top
     if len(marks) > MAX_MARKS:
         marks = marks[-MAX_MARKS:]
 
     def draw(svg: Svg, top: float, h: float) -> None:
         svg.rect(X0, top + 1, X1 - X0, h - 2, "#f6f6f6")
-        for t, name, key, violation in marks:
+        for _, t, name, key, verdict in marks:
             x = tl.x(t / 1e9)
-            color = "#b3261e" if violation else "#8a9aa5"
-            verdict = "violation" if violation else "permitted"
             tip = esc(f"t={t / 1e9:.3f}s {name} {key}: {verdict}")
             y0, y1 = top + 3, top + h - 3
             svg.add(
                 f'<path d="M{x - 5:.1f},{y0:.1f} L{x + 5:.1f},{y0:.1f} L{x:.1f},{y1:.1f} Z" '
-                f'fill="{color}" fill-opacity="0.85"><title>{tip}</title></path>'
+                f'fill="{VERDICT_COLOURS[verdict]}" fill-opacity="0.85"><title>{tip}</title></path>'
             )
 
-    return Panel(
-        "Anomaly instances, at their first op",
-        18,
-        draw,
-        [("violation", "#b3261e", ""), ("permitted", "#8a9aa5", "")],
-    )
+    return Panel("Anomaly instances, at their first op", 18, draw,
+                 [(verdict, colour, "") for verdict, colour in VERDICT_COLOURS.items()])
+
+
+VERDICT_COLOURS = {"violation": "#b3261e", "known-defect": "#b26a00", "permitted": "#8a9aa5"}
+VERDICT_LAYER = {"permitted": 0, "known-defect": 1, "violation": 2}
 
 
 def _label_lanes(bands: list[FaultBand], tl: Timeline) -> list[int]:

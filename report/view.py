@@ -79,6 +79,8 @@ class RunVerdict:
     detail: str = ""
     anomalies: int = 0
     valid: str = ""
+    known_defects: str = ""
+    """Known defects of the version in use, by bug ("KAFKA-17754 × 2"): shown apart, they do not fail the run."""
 
 
 def verdict(data: RunData) -> RunVerdict:
@@ -91,7 +93,12 @@ def verdict(data: RunData) -> RunVerdict:
     return RunVerdict("fail" if violations else "pass", len(violations),
                    ", ".join(f"{n} × {c}" for n, c in by_name.most_common()),
                    sum(v for v in counts.values() if isinstance(v, int) and not isinstance(v, bool)),
-                   short(r.get("valid")))
+                   short(r.get("valid")), _known_defects(r))
+
+
+def _known_defects(r: dict[str, Any]) -> str:
+    known = Counter(str(i.get("defect") or "?") for i in as_list(r.get("known_defects")) if isinstance(i, dict))
+    return ", ".join(f"{d} × {c}" for d, c in known.most_common())
 
 
 def completeness(data: RunData) -> dict[str, Any]:
@@ -160,6 +167,9 @@ class OpRef:
     process: str = ""
     f: str = ""
     outcome: str = ""
+
+
+INSTANCE_VERDICTS = ("violation", "permitted", "known-defect")
 
 
 @dataclass
@@ -240,7 +250,7 @@ def _row(i: int, inst: dict[str, Any], data: RunData) -> InstanceRow:
     verdict_ = str(inst.get("verdict") or "unknown")
     return InstanceRow(
         i + 1, str(inst.get("key", "—")), values, offsets, [_op_ref(o, data) for o in ops[:MAX_OPS_SHOWN]],
-        max(0, len(ops) - MAX_OPS_SHOWN), verdict_ if verdict_ in ("violation", "permitted") else "unknown",
+        max(0, len(ops) - MAX_OPS_SHOWN), verdict_ if verdict_ in INSTANCE_VERDICTS else "unknown",
         str(inst.get("reason", "")), [(k, _detail(k, v)) for k, v in inst.items() if k not in KNOWN_FIELDS],
         _excerpt(ops[:MAX_OPS_SHOWN], data), _faults_then(inst, data))
 

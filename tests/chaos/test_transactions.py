@@ -265,7 +265,7 @@ def test_librdkafka_reuses_an_aborted_sends_sequence_and_the_next_commit_is_lost
     the aborted batch's offset and never writes it. What librdkafka's code says this version does, measured:
     the commit is acknowledged at the aborted value's offset, a read_committed reader never sees the committed
     value; and beside it the checker's verdict on the history of these ops: the shape marked
-    (`reused_sequence`) and permitted as the client's defect, nothing else a violation. The same on 4.0.1, where
+    (`reused_sequence`) and judged a known defect of the client, nothing else a violation. The same on 4.0.1, where
     the suite first saw it (nightly): the broker de-duplicates the same way on every version here."""
     topic = make_topic(partitions=3, replication_factor=3, configs={"min.insync.replicas": "2"})
     txn_id = f"kafka-chaos-reuse-{uuid4().hex[:8]}"
@@ -343,5 +343,7 @@ def test_librdkafka_reuses_an_aborted_sends_sequence_and_the_next_commit_is_lost
     marked = {name: [i.get("reused_sequence", {}).get("value") for i in r["anomalies"].get(name, [])]
               for name in ("lost-write", "unseen", "inconsistent-offsets")}
     assert marked == {"lost-write": [4], "unseen": [4], "inconsistent-offsets": [4]}, marked
-    assert all(i["verdict"] == "permitted" for name in marked for i in r["anomalies"][name])
+    assert all(i["verdict"] == "known-defect" and i["defect"] == "librdkafka: an aborted send's sequence reused"
+               for name in marked for i in r["anomalies"][name])
     assert not r["violations"], r["violations"][:3]
+    assert {i["name"] for i in r["known_defects"]} == {"lost-write", "unseen", "inconsistent-offsets"}

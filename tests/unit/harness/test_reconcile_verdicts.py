@@ -86,14 +86,18 @@ def test_a_damaged_results_json_is_refused_not_guessed(tmp_path: Path) -> None:
     assert result.anomalies["lost-write"][0].verdict == "violation"  # acks=1 without a fault loses nothing
 
 
-def test_the_terminal_table_counts_violations_and_permitted_per_anomaly() -> None:
+def test_the_terminal_table_counts_violations_known_defects_and_permitted_per_anomaly() -> None:
     from kafka_chaos.harness.cli import verdict_rows
 
     results = RunResults.of({
-        "anomalies": {"lost-write": [{"verdict": "violation"}, {"verdict": "permitted"}, {"verdict": "violation"}],
+        "anomalies": {"lost-write": [{"verdict": "violation"}, {"verdict": "permitted"}, {"verdict": "violation"},
+                                     {"verdict": "known-defect", "defect": "KAFKA-17754"}],
                       "duplicate": [{"verdict": "permitted"}]},
         "conformance": {"anomalies": {"follower-kept-in-isr": [{"verdict": "violation"}]}},
     })
-    assert verdict_rows(results) == [("duplicate", 1, 0, 1), ("lost-write", 3, 2, 1),
-                                     ("follower-kept-in-isr (conformance)", 1, 1, 0)]
+    assert verdict_rows(results) == [("duplicate", 1, 0, 0, 1), ("lost-write", 4, 2, 1, 1),
+                                     ("follower-kept-in-isr (conformance)", 1, 1, 0, 0)]
+    finished = results.finish()
+    assert [(i.name, i.defect) for i in finished.known_defects] == [("lost-write", "KAFKA-17754")]
+    assert len(finished.violations) == 3 and not finished.passed  # known defects apart from violations
     assert verdict_rows(RunResults.of({"anomalies": {}})) == []

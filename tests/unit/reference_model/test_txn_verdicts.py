@@ -53,17 +53,20 @@ def test_read_committed_skips_of_uncommitted_records_are_permitted() -> None:
     assert v("poll-skip", {**base, "skipped_uncommitted": False, "isolation": "read_committed"}) == "violation"
 
 
-def test_kafka_17754_permits_aborted_reads_and_torn_transactions_only_under_client_link_faults() -> None:
+def test_kafka_17754_is_a_known_defect_for_aborted_reads_and_torn_transactions_only_under_client_link_faults() -> None:
     """A request held back on one client link can end or join the next transaction of the same producer epoch
-    (transaction protocol v1, which librdkafka speaks on every version): the model permits an aborted record
-    seen at read_committed and a forced cycle when a client link was slowed, and nowhere else."""
+    (transaction protocol v1, which librdkafka speaks on every version): the model judges an aborted record
+    seen at read_committed and a forced cycle a known defect (KAFKA-17754) when a client link was slowed, and a
+    violation anywhere else."""
     slowed = FaultSummary(kinds=frozenset({"latency"}))
     paused = FaultSummary(kinds=frozenset({"pause"}))
     aborted_read = {"writer_txn": True, "isolation": "read_committed"}
     forced = {"edges": [wr("commit", 1), wr("commit", 1)]}
     for name, instance in (("G1a", aborted_read), ("G1c", forced)):
-        assert judge(name, instance, SAFE, slowed).verdict == "permitted"
-        assert "KAFKA-17754" in judge(name, instance, SAFE, slowed).reason
+        verdict = judge(name, instance, SAFE, slowed)
+        assert (verdict.verdict, verdict.defect) == ("known-defect", "KAFKA-17754")
+        assert verdict.fixed_in and "transaction version 2" in verdict.fixed_in
+        assert "KAFKA-17754" in verdict.reason
         assert judge(name, instance, SAFE, paused).verdict == "violation"  # the client waits out a pause
         assert judge(name, instance, SAFE, NONE).verdict == "violation"
     # a plain send reported failed and read is no transaction's doing

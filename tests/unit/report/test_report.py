@@ -337,3 +337,21 @@ def test_fault_bands_prefer_the_checked_windows(tmp_path: Path) -> None:
     page = render_report(run.run_dir)
     assert "pause n3" in page and "kill n2" not in page
     assert "docker: &lt;boom&gt;" in page
+
+
+def test_known_defects_show_apart_from_violations(tmp_path: Path) -> None:
+    """A known defect of the version in use: a PASS banner that names the bug, an amber badge on its row with
+    the bug and its fix in the details, and no violation counted."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    torn = {"key": "chaos/0", "ops": [], "verdict": "known-defect", "reason": "a transaction torn by a held EndTxn",
+            "defect": "KAFKA-17754", "fixed_in": "4.0.0 with transaction version 2"}
+    (run_dir / "results.json").write_text(json.dumps({
+        "valid": False, "complete": True, "anomaly_counts": {"G1c": 1}, "anomalies": {"G1c": [torn]},
+        "violations": [], "known_defects": [{"name": "G1c", **torn}]}))
+    page = render_report(run_dir)
+    assert '<span class="big">PASS</span>' in page and "0 violations" in page
+    assert "known defects: KAFKA-17754 × 1" in page
+    row = page[page.index('data-anomaly="G1c"'):]
+    assert '<span class="badge known-defect">known-defect</span>' in row
+    assert "defect=&#34;KAFKA-17754&#34;" in row and "fixed_in=&#34;4.0.0 with transaction version 2&#34;" in row
