@@ -34,6 +34,7 @@ test: setup
 nightly: setup
 	$(BIN)/kafka-chaos image build --kafka-version 3.9.1 --no-toxiproxy  # the last 3.x (power-loss versions)
 	$(BIN)/pytest -m nightly
+	$(BIN)/kafka-chaos zoo --out results/nightly  # every known bug on both sides; rewrites docs/bug-zoo.md
 
 lint: venv
 	$(BIN)/ruff check .

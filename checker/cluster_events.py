@@ -161,6 +161,35 @@ def derive(events: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def overlapping_leaders(events: Sequence[Mapping[str, Any]],
+                        down: Mapping[int, Sequence[float]] | None = None) -> list[dict[str, Any]]:
+    """Periods in which two nodes each held the KRaft leadership (each its own epoch): a split brain, the shape of
+    KAFKA-15489 (a leader cut off from the other voters, not from the brokers, acting on). A node leads from its
+    `raft-state` Leader event until its next `raft-state` event, or until it went down (`down`: node → times in
+    seconds its process stopped, from the history's faults, since a killed node logs nothing more). Each period:
+    `start_s`, `end_s` (None: still both at the end of the logs), `nodes`, `epochs`."""
+    spans: list[tuple[float, float | None, int, Any]] = []
+    for node in sorted({e["node"] for e in events if e.get("kind") == "raft-state" and e.get("node") is not None}):
+        mine = sorted((e for e in events if e.get("kind") == "raft-state" and e.get("node") == node),
+                      key=lambda e: e["time_s"])
+        stops = sorted((down or {}).get(node, ()))
+        for i, e in enumerate(mine):
+            if e.get("state") != "Leader":
+                continue
+            ends = [mine[i + 1]["time_s"]] if i + 1 < len(mine) else []
+            ends += [t for t in stops if t >= e["time_s"]][:1]
+            spans.append((e["time_s"], min(ends) if ends else None, node, e.get("epoch")))
+    out = []
+    for a, b in ((a, b) for i, a in enumerate(spans) for b in spans[i + 1:] if a[2] != b[2]):
+        start = max(a[0], b[0])
+        ends = [t for t in (a[1], b[1]) if t is not None]
+        end = min(ends) if ends else None
+        if end is None or end > start:
+            out.append({"start_s": start, "end_s": end, "nodes": sorted((a[2], b[2])),
+                        "epochs": [a[3], b[3]] if a[2] < b[2] else [b[3], a[3]]})
+    return sorted(out, key=lambda o: o["start_s"])
+
+
 def registration_events(samples: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """A `broker-fenced` / `broker-unfenced` event (source `observer`) each time the sampled registrations
     (`brokers`: `{"unfenced", "fenced", "time"}`) show a broker change sides; the first read sets the baseline."""

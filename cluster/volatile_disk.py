@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
+import hashlib
 import json
 import os
 import shutil
@@ -443,7 +444,8 @@ def remove_run_disks(root: Path, run_id: str | None, unmount_node: Callable[[Pat
     """Under `root/<run>/<node>`: unmount each node's disk (`unmount_node`) and delete the run folders, of one run
     or of every run (leftovers of killed runs); returns the `run/node` names removed. Volatile and sized disks share
     the layout and differ only in how a node's disk is unmounted."""
-    runs = [root / run_id] if run_id else (sorted(root.iterdir()) if root.is_dir() else [])
+    runs = [root / run_id] if run_id else (sorted(p for p in root.iterdir() if not p.name.startswith("."))
+                                           if root.is_dir() else [])  # .sockets: the disks' control sockets
     removed = []
     for run in runs:
         for node in sorted(run.iterdir()) if run.is_dir() else []:
@@ -459,6 +461,8 @@ def remove_disks(run_id: str | None = None) -> list[str]:
     def unmount_node(node: Path) -> None:
         if is_mounted(node / "mnt"):
             unmount(node / "mnt")
+        with contextlib.suppress(FileNotFoundError):
+            control_socket(node).unlink()
 
     return remove_run_disks(DISKS_ROOT, run_id, unmount_node)
 
@@ -472,7 +476,7 @@ class VolatileDisk:
         self.root = root
         self.backing = root / "backing"
         self.mountpoint = root / "mnt"
-        self.control = root / "control.sock"
+        self.control = control_socket(root)
         self.writeback_after_s = writeback_after_s
         self._daemon: subprocess.Popen[bytes] | None = None
 
@@ -539,6 +543,17 @@ class VolatileDisk:
         if is_mounted(self.mountpoint) or self._daemon is not None:
             self._stop_daemon()
         shutil.rmtree(self.root, ignore_errors=True)
+        with contextlib.suppress(FileNotFoundError):
+            self.control.unlink()
+
+
+def control_socket(root: Path) -> Path:
+    """The disk daemon's control socket: a short path named by a digest of the disk's folder, because a Unix
+    socket's path has at most 107 bytes and a run id (the scenario's name in it) can make the folder longer."""
+    digest = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:16]
+    sockets = DISKS_ROOT / ".sockets"
+    sockets.mkdir(parents=True, exist_ok=True)
+    return sockets / f"{digest}.sock"
 
 
 if __name__ == "__main__":

@@ -327,6 +327,42 @@ def campaign(
         raise typer.Exit(1)
 
 
+@app.command()
+def zoo(
+    ids: Annotated[list[str] | None, typer.Argument(help="Bug ids (default: every file in scenarios/bugs/)")] = None,
+    attempts: Annotated[int | None, typer.Option(min=1, help="Runs per side (default: each file's own)")] = None,
+    versions: Annotated[str, typer.Option(help="Which sides: affected, fixed or both")] = "both",
+    out: Annotated[Path, typer.Option(help="Results folder (the zoo's index: OUT/zoo/index.html)")] = Path("results"),
+    bugs: Annotated[Path, typer.Option(help="Folder of zoo files")] = Path("scenarios/bugs"),
+    doc: Annotated[Path | None, typer.Option(help="Markdown table to (re)write")] = Path("docs/bug-zoo.md"),
+) -> None:
+    """Run known Kafka bugs on the version that has each and on the version that fixed it; writes the zoo's
+    index.html and the docs/bug-zoo.md table. Known defects do not fail it; a symptom on a fixed version does."""
+    from kafka_chaos.harness.zoo import SIDES, load_zoo, run_zoo, zoo_runner
+
+    if versions not in ("affected", "fixed", "both"):
+        raise typer.BadParameter("one of affected, fixed, both", param_hint="--versions")
+    picked = load_zoo(ids or (), bugs)  # every file validated before any container starts
+    sides = tuple(side for side in SIDES if versions in (side, "both"))
+    runner = zoo_runner(picked, sides, console)
+    with console.status("zoo…") as status:
+        state = run_zoo(picked, out=out, attempts=attempts, sides=sides, runner=runner, doc=doc,
+                        progress=lambda m: status.update(m))
+    regressions = []
+    for b in picked:
+        e = state["bugs"][b.bug.id]
+        console.print(f"[bold]{b.bug.id}[/]: " + " · ".join(
+            f"{side} {e[side]['version']}: {e[side]['reproduced']}/{e[side]['attempts']} shown"
+            for side in sides), highlight=False)
+        if "fixed" in sides and e["fixed"]["reproduced"]:
+            regressions.append(b.bug.id)
+    console.print(f"index: {out / 'zoo' / 'index.html'}" + (f"; table: {doc}" if doc else ""))
+    if regressions:
+        console.print(f"[red]the symptom showed on a fixed version[/] (a regression, or a zoo file to correct): "
+                      f"{', '.join(regressions)}")
+        raise typer.Exit(1)
+
+
 @app.command("campaign-merge", hidden=True)  # spelled `campaign merge` (see _Commands)
 def campaign_merge(
     shard_dirs: Annotated[list[Path], typer.Argument(metavar="DIR...", help="Each shard's folder "

@@ -66,6 +66,24 @@ def test_remove_disks_unmounts_what_a_killed_run_left(tmp_path: Path, monkeypatc
     left.mount()
     assert remove_disks("run-x") == ["run-x/node-1"]
     assert not is_mounted(left.mountpoint) and not (tmp_path / "run-x").exists()
+    assert not left.control.exists()
+
+
+def test_a_disk_of_a_run_with_a_long_name_mounts_and_leaves_no_socket(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run id carries the scenario's name (a zoo run's is long): the disk's folder may be longer than a Unix
+    socket's path can be, and the disk must still mount; every-run removal skips the sockets' folder."""
+    import kafka_chaos.cluster.volatile_disk as vd
+
+    monkeypatch.setattr(vd, "DISKS_ROOT", tmp_path)
+    run = "20261129T042441-zoo-KIP-966-last-replica-standing-affected-0-966-" + "x" * 40
+    disk = VolatileDisk(tmp_path / run / "node-101")
+    assert len(str(disk.root / "control.sock")) > 107
+    disk.mount()
+    (disk.mountpoint / "f").write_bytes(b"x")
+    assert disk.control.exists()
+    assert remove_disks() == [f"{run}/node-101"]
+    assert not disk.control.exists() and not (tmp_path / run).exists()
 
 
 def test_settled_writes_survive_a_power_loss(disk: VolatileDisk) -> None:

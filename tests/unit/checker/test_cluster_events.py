@@ -5,8 +5,16 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
-from kafka_chaos.checker.cluster_events import causes_for, derive, extract, read_events, write_events
+from kafka_chaos.checker.cluster_events import (
+    causes_for,
+    derive,
+    extract,
+    overlapping_leaders,
+    read_events,
+    write_events,
+)
 
 DATA = Path(__file__).parent / "data"
 T0 = int(datetime(2026, 11, 24, 19, 24, 6, tzinfo=UTC).timestamp() * 1e9)
@@ -70,3 +78,27 @@ def test_read_write_and_causes(tmp_path: Path) -> None:
     assert any("fenced broker 3" in c for c in causes)
     assert any("chaos-0: ISR" in c for c in causes)
     assert not any("chaos-1" in c for c in causes), "another partition's ISR is not a cause for this key"
+
+
+def _raft(t: float, node: int, state: str, epoch: int) -> dict[str, Any]:
+    return {"time_s": t, "node": node, "kind": "raft-state", "state": state, "epoch": epoch}
+
+
+def test_two_leaders_at_once_are_a_split_brain_period() -> None:
+    """Node 1 leads epoch 1 and logs nothing more (cut off, acting on, as before KAFKA-15489's fix); node 2 wins
+    epoch 2 at 10 s: both lead until node 1 steps down at 20 s."""
+    events = [_raft(1, 1, "Leader", 1), _raft(2, 2, "Follower", 1), _raft(9, 2, "Candidate", 2),
+              _raft(10, 2, "Leader", 2), _raft(20, 1, "Follower", 2)]
+    assert overlapping_leaders(events) == [{"start_s": 10, "end_s": 20, "nodes": [1, 2], "epochs": [1, 2]}]
+    # with the fix the old leader resigns once no majority fetched from it: no overlap
+    resigned = [*events[:2], _raft(8, 1, "Resigned", 1), *events[2:4]]
+    assert overlapping_leaders(resigned) == []
+
+
+def test_a_leader_that_went_down_leads_no_more() -> None:
+    """A killed leader logs nothing: its leadership ends when the history says its process stopped."""
+    events = [_raft(1, 1, "Leader", 1), _raft(10, 2, "Leader", 2)]
+    assert overlapping_leaders(events, down={1: [5.0]}) == []
+    assert overlapping_leaders(events, down={1: [12.0]}) == [
+        {"start_s": 10, "end_s": 12.0, "nodes": [1, 2], "epochs": [1, 2]}]
+    assert overlapping_leaders(events)[0]["end_s"] is None  # both still leading when the logs end
