@@ -144,6 +144,8 @@ class RunConfig:
     """The producer's request.timeout.ms (librdkafka's default 30 s)."""
     flush_every_message: bool = False
     """flush.messages=1 (topic) or log.flush.interval.messages=1 (broker): every append fsynced."""
+    transactional: bool = False
+    """The producers write in transactions (`[workload] kind = "txn"`)."""
     brokers: tuple[int, ...] = node_ids.broker_ids(3)
     controllers: tuple[int, ...] = node_ids.controller_ids(3, 0)
     """The KRaft voters (the brokers themselves when the nodes are combined)."""
@@ -207,6 +209,7 @@ class RunConfig:
             flush_every_message=_as_int(_first(topic_configs.get("flush.messages"),
                                                _section(cluster, "broker_overrides").get("log.flush.interval.messages"),
                                                settings.get("log.flush.interval.messages")), 0) == 1,
+            transactional=str(_first(workload.get("kind"), d.get("kind"), "queue")) == "txn",
         )
 
     @classmethod

@@ -38,6 +38,7 @@ from kafka_chaos.faults.windows import NemesisEvent, faults_from_history
 from kafka_chaos.reference_model.config import RunConfig
 from kafka_chaos.reference_model.explore import duplicates_possible
 from kafka_chaos.reference_model.matrix import DurabilityPrediction, predict
+from kafka_chaos.reference_model.request_faults import REQUEST_FAULT_KINDS, rule_for
 
 __all__ = ["FaultSummary", "RunConfig", "Verdict", "judge", "unclean_election_observed"]
 
@@ -100,6 +101,8 @@ class FaultSummary:
     nodes: frozenset[int] = field(default_factory=frozenset)
     max_power_lost: int = 0
     """Most nodes without power at once (power-loss: their unsynced writes gone)."""
+    requests: frozenset[tuple[str, str]] = frozenset()
+    """Per-request faults seen: (kind, API name), e.g. ("request-hold", "EndTxn")."""
 
     @property
     def crashed(self) -> bool:
@@ -144,14 +147,17 @@ class FaultSummary:
                 marks.append((int(w.end), 0, (i, w)))
         marks.sort(key=lambda m: (m[0], m[1]))  # heals before faults at the same instant
         tracker = _Tracker()
+        requests: set[tuple[str, str]] = set()
         for _t, is_start, (i, w) in marks:
             value = w.value if isinstance(w.value, Mapping) else {}
             nodes = tuple(int(n) for n in (w.nodes or ()))
             if is_start:
                 tracker.apply(str(w.f), nodes, value.get("target"), window=i)
+                if str(w.f) in REQUEST_FAULT_KINDS:
+                    requests |= {(str(w.f), str(api)) for api in value.get("api") or ()}
             else:
                 tracker.end_window(i)
-        return tracker.summary()
+        return dataclasses.replace(tracker.summary(), requests=frozenset(requests))
 
     @classmethod
     def coerce(cls, faults: Any) -> FaultSummary:
@@ -791,4 +797,19 @@ def judge(
     rule = _RULES.get(anomaly)
     if rule is None:
         return _violation(f"no rule of the reference model permits '{anomaly}'")
-    return rule(instance, cfg, known, fs)
+    return _request_fault(anomaly, cfg, fs) or rule(instance, cfg, known, fs)
+
+
+def _request_fault(anomaly: str, cfg: RunConfig, faults: FaultSummary) -> Verdict | None:
+    """What the per-request faults the run saw permit (reference_model.request_faults): a known defect of the
+    version (or client) when one is the reason, else permitted; None when none of them lets this anomaly through,
+    so the general rules judge it."""
+    for kind, api in sorted(faults.requests):
+        r = rule_for(kind, api, kafka_version=cfg.kafka_version, idempotence=cfg.idempotence,
+                     transactional=cfg.transactional)
+        if anomaly in r.permits:
+            where = f"{kind} on {api}"
+            if r.defect:
+                return _known_defect(r.defect, r.fixed_in, f"{where}: {r.rule}")
+            return _permitted(f"{where}: {r.rule}")
+    return None

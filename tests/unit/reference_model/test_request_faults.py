@@ -78,3 +78,37 @@ def test_end_txn_response_drop_is_only_a_retry() -> None:
 def test_unknown_kind_is_refused() -> None:
     with pytest.raises(ValueError, match="not a request fault kind"):
         rule_for("latency", "Produce", kafka_version="4.3.1", idempotence=True, transactional=False)
+
+
+def test_judge_reads_request_faults_from_fault_windows() -> None:
+    from kafka_chaos.faults.windows import FaultWindow
+    from kafka_chaos.reference_model.config import RunConfig
+    from kafka_chaos.reference_model.verdicts import FaultSummary, judge
+
+    def window(kind: str, api: list[str]) -> FaultWindow:
+        return FaultWindow(f=kind, value={"nodes": [1], "api": api}, nodes=(1,), start=1, end=9, heal=None, index=0)
+
+    held = FaultSummary.from_windows([window("request-hold", ["EndTxn"])])
+    assert held.requests == frozenset({("request-hold", "EndTxn")})
+    txn = RunConfig(rf=3, min_insync=2, kafka_version="4.3.1", transactional=True)
+    torn = judge("lost-write", {"key": "k"}, txn, held)
+    assert (torn.verdict, torn.defect) == ("known-defect", "KAFKA-17754") and "request-hold on EndTxn" in torn.reason
+    # a duplicated Produce under idempotence: no request rule lets a duplicate through, the general rule judges it
+    duplicated = FaultSummary.from_windows([window("request-duplicate", ["Produce"])])
+    queue = RunConfig(rf=3, min_insync=2, kafka_version="4.3.1")
+    assert judge("duplicate", {"key": "k"}, queue, duplicated).verdict == "violation"
+    # a held Produce outside transactions permits no loss
+    assert judge("lost-write", {"key": "k"}, queue,
+                 FaultSummary.from_windows([window("request-hold", ["Produce"])])).verdict == "violation"
+    # before 3.6.0 a late transactional Produce is KAFKA-14402
+    late = judge("G1a", {"writer_txn": True, "isolation": "read_committed"},
+                 RunConfig(rf=3, min_insync=2, kafka_version="3.5.2", transactional=True),
+                 FaultSummary.from_windows([window("request-delay", ["Produce"])]))
+    assert (late.verdict, late.defect, late.fixed_in) == ("known-defect", "KAFKA-14402", "3.6.0")
+
+
+def test_run_config_knows_a_transactional_workload() -> None:
+    from kafka_chaos.reference_model.config import RunConfig
+
+    assert RunConfig.from_scenario({"workload": {"kind": "txn"}}).transactional
+    assert not RunConfig.from_scenario({"workload": {}}).transactional
