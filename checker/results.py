@@ -168,8 +168,7 @@ def empty_histories(stats: Mapping[str, Any]) -> list[str | None]:
     runs; a run whose count is not known is left out (nothing says it was empty). None names the one history."""
     n = stats.get("client_ops")
     if isinstance(n, Mapping):
-        empty: list[str | None] = sorted(str(run) for run, c in n.items() if _is_zero(c))
-        return empty
+        return [*sorted(str(run) for run, c in n.items() if _is_zero(c))]
     return [None] if _is_zero(n) else []
 
 
