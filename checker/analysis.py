@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from kafka_chaos.checker.anomalies.cycles import TxnHistory
+from kafka_chaos.checker.anomalies.garbage import garbage_read_cases
 from kafka_chaos.checker.anomalies.log import duplicate_cases, inconsistent_offsets_cases
 from kafka_chaos.checker.anomalies.lost import lost_write_cases, unseen_cases, unseen_series
 from kafka_chaos.checker.anomalies.polls import int_poll_skip_nonmonotonic_cases, poll_skip_nonmonotonic_cases
@@ -95,6 +96,7 @@ def find_anomalies(
         "unseen": unseen_cases(ctx),
         "duplicate": duplicate_cases(ctx),
         "inconsistent-offsets": inconsistent_offsets_cases(ctx),
+        "garbage-read": garbage_read_cases(ctx),
         **poll_skip_nonmonotonic_cases(ctx, subscribe_processes, resets, extras.empty if extras else ()),
         **int_poll_skip_nonmonotonic_cases(ctx, extras.rebalanced if extras else None),
         "nonmonotonic-send": nonmonotonic_send_cases(ctx, resets),

@@ -22,6 +22,12 @@ from kafka_chaos.checker.verdicts import is_bad
 from kafka_chaos.errors import ResultsError
 from kafka_chaos.rundir import RESULTS_FILE
 
+EMPTY_HISTORY = "empty-history"
+"""The violation `finish` adds for a history that held no client op (`stats.client_ops` 0)."""
+NO_CLIENT_OPS = ("no client operation in the history (no send, poll or txn invoke): there is nothing to check, "
+                 "and an empty check is no pass (Jepsen's Kafka checker calls such a history invalid: "
+                 ":empty-transaction-graph)")
+
 
 class AnomalyInstance(BaseModel):
     """One instance of a named anomaly: where (key), what (values, offsets), the ops involved (history indexes)
@@ -45,7 +51,7 @@ class AnomalyInstance(BaseModel):
 class RunResults(BaseModel):
     model_config = ConfigDict(extra="allow")
 
-    valid: bool  # Jepsen's: no bad-by-default instance (finish)
+    valid: bool  # Jepsen's: some client op was checked and no bad-by-default instance was found (finish)
     complete: bool  # every history read was a full record: its final drain finished, nothing cut (finish)
     anomaly_counts: dict[str, int] = Field(default_factory=dict)
     anomalies: dict[str, list[AnomalyInstance]] = Field(default_factory=dict)
@@ -80,7 +86,11 @@ class RunResults(BaseModel):
         so a result finished again after new verdicts loses none). `violations` are the instances
         (conformance ones included) whose verdict is a violation, then the findings, then the checkers'; `valid`
         is Jepsen's, from the anomalies alone: false when an instance is bad, or when an anomaly bad by default
-        has more instances than are listed (an engine that caps its lists may hide bad ones)."""
+        has more instances than are listed (an engine that caps its lists may hide bad ones).
+
+        A history with no client op (`stats.client_ops` is 0, or 0 for some run when it maps runs to counts) is
+        not valid either, as in Jepsen's Kafka checker, and its `EMPTY_HISTORY` violation (`key`: the run, when
+        several were read; `reason`: `NO_CLIENT_OPS`) comes first, so that no verdict reads it as a pass."""
         if complete is not None:
             self.complete = all(complete)
         if checkers:
@@ -88,10 +98,14 @@ class RunResults(BaseModel):
         conformance = (self.conformance or {}).get("anomalies") or {}
         if findings is None:
             judged_here = {*self.anomalies, *conformance, *(self.checkers or {})}
-            found = [v for v in self.violations if v.name not in judged_here]
+            found = [v for v in self.violations if v.name not in judged_here and v.name != EMPTY_HISTORY]
         else:
             found = [AnomalyInstance.model_validate(f) for f in findings]
-        violations = [*_judged(self.anomalies, "violation"), *_judged(conformance, "violation"), *found]
+        empty = empty_histories(self.stats)
+        violations = [AnomalyInstance(name=EMPTY_HISTORY, key=run, verdict="violation", reason=NO_CLIENT_OPS,
+                                      bad=True)
+                      for run in empty]
+        violations += [*_judged(self.anomalies, "violation"), *_judged(conformance, "violation"), *found]
         for name, out in (self.checkers or {}).items():
             violations += [AnomalyInstance.model_validate({"name": name, **v}) for v in out.get("violations", [])]
         self.violations = violations
@@ -100,7 +114,7 @@ class RunResults(BaseModel):
             self.known_defects = known
         hidden = any(ANOMALIES_BAD_BY_DEFAULT.get(name, True) and count > len(self.anomalies.get(name, []))
                      for name, count in self.anomaly_counts.items())
-        self.valid = not hidden and not any(_bad(name, inst) for name, insts in self.anomalies.items()
+        self.valid = not empty and not hidden and not any(_bad(name, inst) for name, insts in self.anomalies.items()
                                             for inst in insts)
         return self
 
@@ -153,6 +167,20 @@ class RunResults(BaseModel):
             where = ".".join(str(x) for x in first["loc"]) or "the top level"
             raise ResultsError(f"{path} does not fit the results model at {where}: {first['msg']}. Check the run "
                                f"again to rewrite it: `kafka-chaos check {path.parent}`.") from None
+
+
+def empty_histories(stats: Mapping[str, Any]) -> list[str | None]:
+    """The histories a result read that held no client op, from its `stats.client_ops`: the count of client ops
+    (send, poll, txn invokes, whatever their outcome) of the one history read, or `{run id: count}` for several
+    runs; a run whose count is not known is left out (nothing says it was empty). None names the one history."""
+    n = stats.get("client_ops")
+    if isinstance(n, Mapping):
+        return [*sorted(str(run) for run, c in n.items() if _is_zero(c))]
+    return [None] if _is_zero(n) else []
+
+
+def _is_zero(n: Any) -> bool:
+    return isinstance(n, int) and not isinstance(n, bool) and n == 0
 
 
 def _judged(anomalies: Mapping[str, Any], verdict: str) -> list[AnomalyInstance]:

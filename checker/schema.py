@@ -73,6 +73,7 @@ ANOMALIES_BAD_BY_DEFAULT: dict[str, bool] = {
     "unseen": True,
     "duplicate": True,
     "inconsistent-offsets": True,
+    "garbage-read": True,  # a read of a value no send carried: never allowed
     "poll-skip": True,  # allowed for subscribe-mode consumers (rebalances); see checker
     "nonmonotonic-poll": True,  # likewise
     "int-poll-skip": True,

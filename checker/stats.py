@@ -19,6 +19,7 @@ from kafka_chaos.checker.context import (
     segmented_cummin_reverse,
     sort_by,
 )
+from kafka_chaos.checker.history_reader import CLIENT_OP_FS
 
 BUCKET_NS = 1_000_000_000
 
@@ -148,8 +149,12 @@ def run_stats(
     if end_time is None:
         end_time = int(max([0, *(int(a.max()) for a in (s.time, p.time) if len(a))]))
     ok_send_ops = int(np.count_nonzero(segment_starts(s.op[ok])))
+    ops = op_counts if op_counts is not None else op_counts_from_tables(ctx)
+    client_ops = sum(n for f, types in ops.items() if f in CLIENT_OP_FS for n in types.values())
     return {
-        "ops": op_counts if op_counts is not None else op_counts_from_tables(ctx),
+        "ops": ops,
+        # From the tables alone an empty poll leaves no row, so zero there is unknown, not an empty history.
+        **({"client_ops": client_ops} if op_counts is not None or client_ops else {}),
         "records": {
             "sent": {
                 "ok": int(np.count_nonzero(ok)),

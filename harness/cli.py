@@ -279,6 +279,7 @@ def reconcile(
             skipped.setdefault(why, []).append(name)
         for why, names in skipped.items():  # a name not counted above is not a zero when it was not checked
             console.print(f"not checked: {', '.join(names)} ({why})", highlight=False)
+        _print_empty(results)
         console.print(f"valid={results.valid}, violations={len(results.violations)}")
     if results.violations:
         raise typer.Exit(1)
@@ -442,6 +443,7 @@ def _print_verdict(results: RunResults, run_dir: Path) -> None:
     if rows:
         console.print(table)
     _print_availability(results.availability)
+    _print_empty(results)
     verdict = "[red]FAIL[/]" if results.violations else "[green]PASS[/]"
     if results.known_defects:
         by_defect = Counter(str(i.defect) for i in results.known_defects)
@@ -452,6 +454,15 @@ def _print_verdict(results: RunResults, run_dir: Path) -> None:
         f"{verdict}: {len(results.violations)} violations, valid={results.valid}, {complete}; "
         f"report: {run_dir / 'report.html'}"
     )
+
+
+def _print_empty(results: RunResults) -> None:
+    """Why a history with no client op fails: its violation is no anomaly, so no table row says it."""
+    from kafka_chaos.checker.results import EMPTY_HISTORY
+
+    for v in results.violations:
+        if v.name == EMPTY_HISTORY:
+            console.print(f"[red]{f'{v.key}: ' if v.key else ''}{v.reason}[/]", highlight=False)
 
 
 def _print_availability(avail: dict[str, Any] | None) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 
 from kafka_chaos.checker.anomalies.cycles import DEFAULT_ISOLATION
+from kafka_chaos.checker.history_reader import CLIENT_OP_FS
 from kafka_chaos.checker.results import RunResults
 from kafka_chaos.checker.tables import read_state_samples
 from kafka_chaos.checker.verdicts import apply_verdicts, load_judge, verdict_inputs
@@ -43,23 +44,75 @@ def judge_reconciled(result: RunResults, run_dirs: list[str]) -> RunResults:
     `violations` and `valid` from those verdicts). With several runs the engines prefix keys with `<run id>/`,
     which says whose configuration applies. A run read from its history alone (no results.json) is judged by
     what Spark read there (`histories`): its `run-start` and the fault windows of its nemesis events, as the
-    checker would."""
+    checker would.
+
+    A run the engine read no record of, whose history held no client op (as its results.json counted them, or
+    as its local history.jsonl shows), is named in `stats.client_ops` with 0: `finish` then makes the result
+    not valid, with an `empty-history` violation, as `kafka-chaos check` does."""
     raw = result.to_json_dict()
     runs = {Path(d.removeprefix("file://")).name: Path(d.removeprefix("file://")) for d in run_dirs}
     prefixed = len(run_dirs) > 1
     judge = load_judge()
+    client_ops: dict[str, int] = {}
     for run, run_dir in runs.items():
+        checked = _checked(run_dir)
         mine = {
             name: [i for i in instances if not prefixed or str(i.get("key", "")).startswith(f"{run}/")]
             for name, instances in raw.get("anomalies", {}).items()
         }
+        if not any(mine.values()) and not _read_records(raw, run, prefixed):
+            n = _client_ops(checked, run_dir)
+            if n is not None:
+                client_ops[run] = n
         read_by_spark = (result.histories or {}).get(run) or {}
         run_start = _run_start(run_dir) or read_by_spark.get("run_start")
-        faults = _faults(run_dir) or read_by_spark.get("faults")
+        faults = (checked.faults if checked is not None else None) or read_by_spark.get("faults")
         _reader_isolation(run_dir, mine.get("G1a", []), read_by_spark)
         config, faults = verdict_inputs(run_start, faults, read_state_samples(run_dir))
         apply_verdicts(mine, config=config, faults=faults, judge=judge, complete=result.complete)
+    if client_ops:
+        raw.setdefault("stats", {})["client_ops"] = client_ops
     return RunResults.model_validate(raw).finish()
+
+
+def _read_records(raw: dict[str, Any], run: str, prefixed: bool) -> bool:
+    """The engine read records of `run`: Spark's per-key counts, or the pandas engine's per-run statistics."""
+    for key, stat in (raw.get("keys") or {}).items():
+        if (not prefixed or str(key).startswith(f"{run}/")) and isinstance(stat, dict) and (
+                stat.get("sends") or stat.get("poll_records")):
+            return True
+    per_run = ((raw.get("stats") or {}).get("per_run") or {}).get(run)
+    return isinstance(per_run, dict) and bool(per_run.get("client_ops"))
+
+
+def _client_ops(checked: RunResults | None, run_dir: Path) -> int | None:
+    """How many client ops (send, poll, txn) the run's history held, where that is known: as `kafka-chaos check`
+    counted them in its results.json, else 0 when its local history holds none (a history with one is read
+    only up to it, so its count stays unknown: what matters is whether it was empty). None: not known (no
+    local history), and then nothing says the run was empty."""
+    if checked is not None:
+        n = checked.stats.get("client_ops")
+        if isinstance(n, int) and not isinstance(n, bool):
+            return n
+        op_counts = (checked.run or {}).get("op_counts")
+        if isinstance(op_counts, dict):
+            return sum(int(c) for f, types in op_counts.items() if f in CLIENT_OP_FS and isinstance(types, dict)
+                       for c in types.values() if isinstance(c, int))
+    try:
+        with (run_dir / HISTORY_FILE).open("rb") as fh:
+            for line in fh:
+                if b'"invoke"' not in line:
+                    continue
+                try:
+                    event = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    continue
+                if (isinstance(event, dict) and event.get("type") == "invoke" and event.get("f") in CLIENT_OP_FS
+                        and isinstance(event.get("process"), int) and not isinstance(event.get("process"), bool)):
+                    return None
+    except OSError:
+        return None
+    return 0
 
 
 def _reader_isolation(run_dir: Path, g1a: list[dict[str, Any]], observed: dict[str, Any]) -> None:
@@ -118,10 +171,10 @@ def _run_start(run_dir: Path) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def _faults(run_dir: Path) -> dict[str, Any] | None:
-    """The fault windows `kafka-chaos check` recorded in the run's results.json (None without one: a run Spark
-    read from its history is judged by the windows Spark read there)."""
+def _checked(run_dir: Path) -> RunResults | None:
+    """What `kafka-chaos check` recorded in the run's results.json: the fault windows, the client ops counted
+    (None without one: a run Spark read from its history is judged by the windows Spark read there)."""
     try:
-        return RunResults.load(run_dir / RESULTS_FILE).faults
+        return RunResults.load(run_dir / RESULTS_FILE)
     except ResultsError:
         return None

@@ -40,7 +40,7 @@ from kafka_chaos.reference_model.explore import duplicates_possible
 from kafka_chaos.reference_model.matrix import DurabilityPrediction, predict
 from kafka_chaos.reference_model.request_faults import REQUEST_FAULT_KINDS, rule_for
 
-__all__ = ["FaultSummary", "RunConfig", "Verdict", "judge", "unclean_election_observed"]
+__all__ = ["GARBAGE_READ", "FaultSummary", "RunConfig", "Verdict", "judge", "unclean_election_observed"]
 
 PROCESS_FAULTS = taking_down()
 LINK_FAULTS = kinds_of("client-link")
@@ -719,6 +719,14 @@ def _not_bad(i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: FaultSum
     return _permitted("not an anomaly Kafka rules out: it promises no contiguity or write-write order here")
 
 
+GARBAGE_READ = "a read returned a value no producer sent: corruption or a foreign writer"
+
+
+def _garbage_read(_i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: FaultSummary) -> Verdict:
+    # Kafka returns only records some producer appended: no configuration or fault permits inventing one.
+    return _violation(GARBAGE_READ)
+
+
 def _leader_outside(_i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: FaultSummary) -> Verdict:
     if cfg.unclean:
         return _permitted("unclean.leader.election.enable=true: a replica outside ISR ∪ ELR may be elected")
@@ -760,6 +768,7 @@ _RULES = {
     "unseen": _unseen,
     "inconsistent-offsets": _inconsistent_offsets,
     "duplicate": _duplicate,
+    "garbage-read": _garbage_read,
     "nonmonotonic-send": _nonmonotonic_send,
     "int-nonmonotonic-send": _nonmonotonic_send,
     "poll-skip": _consumer_order,

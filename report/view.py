@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafka_chaos.checker.conformance import CONFORMANCE_NAMES
+from kafka_chaos.checker.results import EMPTY_HISTORY
 from kafka_chaos.faults.registry import colour
 from kafka_chaos.reference_model.config import RunConfig
 from kafka_chaos.reference_model.expectations import Expectations, expectations
@@ -90,8 +91,12 @@ def verdict(data: RunData) -> RunVerdict:
     violations = as_list(r.get("violations"))
     counts = as_dict(r.get("anomaly_counts"))
     by_name = Counter(str(v.get("name", "?")) for v in violations if isinstance(v, dict))
-    return RunVerdict("fail" if violations else "pass", len(violations),
-                   ", ".join(f"{n} × {c}" for n, c in by_name.most_common()),
+    # An empty history's violation is no anomaly: its reason is what the reader needs, not a count.
+    empty = [f"{v['key']}: {v.get('reason')}" if v.get("key") else str(v.get("reason"))
+             for v in violations if isinstance(v, dict) and v.get("name") == EMPTY_HISTORY]
+    counted = [f"{n} × {c}" for n, c in by_name.most_common() if n != EMPTY_HISTORY]
+    detail = "; ".join([*empty, *([", ".join(counted)] if counted else [])])
+    return RunVerdict("fail" if violations else "pass", len(violations), detail,
                    sum(v for v in counts.values() if isinstance(v, int) and not isinstance(v, bool)),
                    short(r.get("valid")), _known_defects(r))
 

@@ -117,6 +117,7 @@ NOT_CHECKED: dict[str, str] = {
     "int-nonmonotonic-send": _IN_OP,
     "G0": CYCLES,
     "G1c": CYCLES,
+    "garbage-read": f"reads of values no send carried: not computed by the Spark job; {_CHECK}",
 }
 """What the job does not compute, and why: the result's `not_checked` (docs/architecture.md §4), so a zero
 is never read into an anomaly nobody looked for."""

@@ -20,6 +20,7 @@ ALL_NAMES = (
     "unseen",
     "duplicate",
     "inconsistent-offsets",
+    "garbage-read",
     "poll-skip",
     "nonmonotonic-poll",
     "int-poll-skip",
@@ -430,9 +431,28 @@ def test_a_value_reused_across_keys_is_two_values(tmp_path: Path) -> None:
 
 def test_reads_without_any_send_are_checked(tmp_path: Path) -> None:
     """A history from another tool may hold reads and no sends (its producers recorded elsewhere): the
-    write-side checks find nothing to judge instead of failing on the empty sends table."""
+    write-side checks find nothing to judge instead of failing on the empty sends table, and every read is of a
+    value no send in the history carried."""
     h = History()
-    h.poll(3, {K: [(0, 7), (1, 8)]})
+    a = h.poll(3, {K: [(0, 7), (1, 8)]})
     h.drain()
     result = check(h, tmp_path)
-    assert result["anomaly_counts"] == {} and result["stats"]["records"]["polled"] == 2
+    reads = only(result, "garbage-read")
+    assert [(i["value"], i["offset"], i["ops"]) for i in reads] == [(7, 0, [a]), (8, 1, [a])]
+    assert result["stats"]["records"]["polled"] == 2 and result["valid"] is False
+
+
+def test_garbage_read_is_a_violation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reference model never permits a read of a value no producer sent, whatever the configuration."""
+    from kafka_chaos.reference_model.verdicts import GARBAGE_READ, judge
+
+    monkeypatch.setattr(kafka_chaos.checker.analysis, "load_judge", lambda: judge)
+    h = History(run_start={"topic": {"replication_factor": 3, "unclean_leader_election": True},
+                           "workload": {"acks": "0"}})
+    h.send(0, K, 1, 0)
+    r = h.poll(1, {K: [(0, 1), (1, 99)]})
+    result = check(h, tmp_path)
+    (g,) = only(result, "garbage-read")
+    assert (g["key"], g["value"], g["offset"], g["process"], g["ops"]) == (K, 99, 1, 1, [r])
+    assert g["verdict"] == "violation" and g["reason"] == GARBAGE_READ and g["bad"] is True
+    assert [v["name"] for v in result["violations"]] == ["garbage-read"] and result["valid"] is False

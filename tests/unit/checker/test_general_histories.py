@@ -82,11 +82,47 @@ def test_the_writer_is_the_last_to_complete() -> None:
 
 
 def test_a_value_nobody_sent_is_read_by_an_ok_poll() -> None:
-    """Jepsen reads it like any other: no writer is needed where no rule asks for one."""
+    """Jepsen's rules need no writer for it, and find nothing; the read itself is a `garbage-read`: no producer
+    of the run carried that value (Elle's garbage)."""
     h = History()
     h.send(0, K, 1, 0)
-    h.poll(1, {K: [(0, 1), (1, 99)]})
-    assert found(h) == {}
+    r = h.poll(1, {K: [(0, 1), (1, 99)]})
+    assert found(h) == {"garbage-read": [{"key": K, "value": 99, "offset": 1, "process": 1, "type": "ok",
+                                          "ops": [r], "times": [h.events[r]["time"]]}]}
+
+
+def test_every_read_of_a_value_nobody_sent_is_a_garbage_read() -> None:
+    """Whatever the poll's type or offset, and inside a txn: one instance per read, in history order. A value
+    sent by a failed op, or by an op that never completed, was carried by a send: not garbage."""
+    h = History()
+    h.send(0, K, 1, 0)
+    h.send(0, K, 2, type_="fail")
+    h.event(0, "invoke", "send", [["send", K1, 3]])  # never completed
+    a = h.poll(1, {K: [(0, 1), (3, 50)]})
+    b = h.poll(2, {K: [(5, 51)], K1: [(0, 3)]}, "info", returned=True)
+    _, c = h.txn(3, [["poll"]], [["poll", {K: [[0, 1], [1, 2]], K1: [[0, 50]]}]])
+    got = found(h)["garbage-read"]
+    assert [(i["ops"], i["key"], i["value"], i["offset"], i["type"], i["process"]) for i in got] == [
+        ([a], K, 50, 3, "ok", 1), ([b], K, 51, 5, "info", 2), ([c], K1, 50, 0, "ok", 3)]
+
+
+def test_a_garbage_read_at_an_unknown_offset() -> None:
+    h = History()
+    h.send(0, K, 1, 0)
+    r = h.poll(1, {K: [(0, 1), (None, 60)]})
+    (g,) = found(h)["garbage-read"]
+    assert (g["value"], g["offset"], g["ops"]) == (60, None, [r])
+
+
+def test_a_value_sent_to_another_key_is_garbage_in_this_one() -> None:
+    """Values are pairs with their key (Jepsen's `writer-of` is per key): a value read from a key no send
+    wrote it to is garbage there."""
+    h = History()
+    h.send(0, K, 7, 0)
+    h.poll(1, {K: [(0, 7)]})
+    r = h.poll(2, {K1: [(0, 7)]})
+    (g,) = found(h)["garbage-read"]
+    assert (g["key"], g["value"], g["ops"]) == (K1, 7, [r])
 
 
 def test_a_value_nobody_sent_before_what_readers_reached_stops_the_check() -> None:

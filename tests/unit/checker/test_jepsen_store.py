@@ -165,3 +165,13 @@ def test_cli_check_from_jepsen_writes_a_run_folder_and_exits_1_on_violations(tmp
     bad = subprocess.run([*cli, str(tmp_path / "nowhere"), "--from", "jepsen"], capture_output=True, text=True,
                          timeout=120)
     assert bad.returncode == 2 and "no Jepsen history" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_jepsens_empty_history_test_is_not_valid(tmp_path: Path) -> None:
+    """kafka_test.clj `empty-history-test`: an assign and nothing else is not valid in Jepsen's Kafka checker
+    (`(is (not (:valid? check)))`); the check says so, and why."""
+    edn = ("{:index 0, :time 0, :type :invoke, :process 0, :f :assign, :value [:x]}\n"
+           "{:index 1, :time 1, :type :ok, :process 0, :f :assign, :value [:x]}\n")
+    r = check_run(import_jepsen(store(tmp_path, edn), tmp_path / "edn"), write=False)
+    assert r.valid is False and [v.name for v in r.violations] == ["empty-history"]
+    assert r.violations[0].reason is not None and "no client operation" in r.violations[0].reason

@@ -11,7 +11,7 @@ import pytest
 from checker_histories import History, K
 
 from kafka_chaos.checker import check_run
-from kafka_chaos.checker.results import RunResults
+from kafka_chaos.checker.results import EMPTY_HISTORY, NO_CLIENT_OPS, RunResults
 from kafka_chaos.errors import KafkaChaosError, ResultsError
 
 LOST = {"key": "t/0", "value": 2, "offset": 1, "bad": True, "verdict": "violation", "reason": "acks=all"}
@@ -122,3 +122,61 @@ def test_a_missing_or_damaged_file_is_one_clear_error(tmp_path: Path, content: s
         RunResults.load(tmp_path / "results.json")
     assert says in str(err.value) and "kafka-chaos check" in str(err.value)
     assert isinstance(err.value, KafkaChaosError) and err.value.exit_code == 2
+
+
+def test_a_history_with_no_client_op_is_not_valid() -> None:
+    """Jepsen's Kafka checker calls a history with no client op invalid (kafka_test.clj `empty-history-test`):
+    `finish` says why in a violation of its own, first, so no verdict reads it as a pass; finishing again
+    lists it once."""
+    r = RunResults.of({"stats": {"client_ops": 0}}).finish(complete=[True])
+    assert r.valid is False and not r.passed
+    assert [(v.name, v.key, v.verdict, v.reason) for v in r.violations] == [
+        (EMPTY_HISTORY, None, "violation", NO_CLIENT_OPS)]
+    assert "no client operation in the history" in NO_CLIENT_OPS
+    assert len(r.finish().violations) == 1 and len(r.finish(findings=[]).violations) == 1
+    assert RunResults.of({"stats": {"client_ops": 3}}).finish(complete=[True]).valid is True
+    assert RunResults.of({}).finish(complete=[True]).valid is True  # not counted: nothing says it was empty
+
+
+def test_each_empty_run_of_several_is_named() -> None:
+    r = RunResults.of({"stats": {"client_ops": {"a": 0, "b": 12, "c": 0}}}).finish(complete=[True])
+    assert r.valid is False and [(v.name, v.key) for v in r.violations] == [(EMPTY_HISTORY, "a"), (EMPTY_HISTORY, "c")]
+    assert RunResults.of({"stats": {"client_ops": {"b": 12}}}).finish(complete=[True]).valid is True
+
+
+@pytest.mark.parametrize("events", [
+    [],
+    [("harness", "info", "run-start", {}), ("harness", "info", "drain-complete", True)],
+    [(0, "invoke", "assign", ["chaos/0"]), (0, "ok", "assign", ["chaos/0"]), ("nemesis", "invoke", "kill", {}),
+     ("nemesis", "info", "kill", {"nodes": [1]}), ("harness", "info", "drain-complete", True)],
+], ids=["empty", "harness-only", "assign-and-faults-only"])
+def test_check_of_a_history_with_no_client_op_fails_with_the_reason(
+    tmp_path: Path, events: list[tuple[Any, str, str, Any]], monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import sys
+
+    from kafka_chaos.harness.cli import main
+
+    h = History()
+    for process, type_, f, value in events:
+        h.event(process, type_, f, value)
+    run = h.write(tmp_path / "run")
+    r = check_run(run, write=False)
+    assert r.stats["client_ops"] == 0 and r.valid is False
+    assert [(v.name, v.reason) for v in r.violations] == [(EMPTY_HISTORY, NO_CLIENT_OPS)]
+    monkeypatch.setattr(sys, "argv", ["kafka-chaos", "check", str(run)])
+    with pytest.raises(SystemExit) as done:
+        main()
+    out = " ".join(capsys.readouterr().out.split())
+    assert done.value.code == 1 and "PASS" not in out and "FAIL" in out
+    assert "no client operation in the history" in out
+
+
+def test_one_client_op_is_enough_to_be_checked(tmp_path: Path) -> None:
+    """A poll that returned nothing is a client op: the history is checked, and nothing is wrong in it."""
+    h = History()
+    h.poll(0, {})
+    h.drain()
+    r = check_run(h.write(tmp_path / "run"), write=False)
+    assert r.stats["client_ops"] == 1 and r.valid is True and r.violations == []

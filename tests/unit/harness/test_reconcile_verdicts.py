@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from kafka_chaos.checker.results import RunResults
+from kafka_chaos.checker.results import NO_CLIENT_OPS, RunResults
 from kafka_chaos.errors import ResultsError
 from kafka_chaos.harness.reconcile import judge_reconciled
 
@@ -101,3 +101,34 @@ def test_the_terminal_table_counts_violations_known_defects_and_permitted_per_an
     assert [(i.name, i.defect) for i in finished.known_defects] == [("lost-write", "KAFKA-17754")]
     assert len(finished.violations) == 3 and not finished.passed  # known defects apart from violations
     assert verdict_rows(RunResults.of({"anomalies": {}})) == []
+
+
+def test_a_run_with_no_client_op_is_not_valid(tmp_path: Path) -> None:
+    """As `kafka-chaos check` says of it: the engine read nothing of a run whose history holds no send, poll or
+    txn (here a run-start alone), so the result is not valid and its violation names the run and why."""
+    empty = run_dir(tmp_path, "empty", "all", None)
+    result = judge_reconciled(reconciled({}), [empty])
+    assert result.valid is False and result.stats["client_ops"] == {"empty": 0}
+    assert [(v.name, v.key, v.reason) for v in result.violations] == [("empty-history", "empty", NO_CLIENT_OPS)]
+
+
+def test_an_empty_run_among_several_is_named_and_a_run_with_ops_is_not(tmp_path: Path) -> None:
+    empty = run_dir(tmp_path, "empty", "all", None)
+    busy = run_dir(tmp_path, "busy", "all", None)
+    with (Path(busy) / "history.jsonl").open("a") as fh:
+        fh.write(json.dumps({"index": 1, "time": 1, "process": 0, "type": "invoke", "f": "poll",
+                             "value": [["poll"]]}) + "\n")
+    counted = run_dir(tmp_path, "counted", "all", None)  # what `check` counted wins over the history
+    RunResults.of({"run": {"op_counts": {"send": {"ok": 2, "fail": 0, "info": 0}}}}).finish().save(Path(counted))
+    result = judge_reconciled(reconciled({}), [empty, busy, counted])
+    assert result.stats["client_ops"] == {"empty": 0, "counted": 2}
+    assert [(v.name, v.key) for v in result.violations] == [("empty-history", "empty")] and not result.valid
+    alone = judge_reconciled(reconciled({}), [busy])
+    assert alone.valid is True and alone.violations == [] and "client_ops" not in alone.stats
+
+
+def test_a_run_the_engine_read_records_of_is_not_empty(tmp_path: Path) -> None:
+    """Spark's per-key counts say it read the run: its history (a run-start alone here) is not read for ops."""
+    run = run_dir(tmp_path, "read", "all", None)
+    result = RunResults.of({"keys": {"t/0": {"sends": 0, "poll_records": 3}}}).finish(complete=[True])
+    assert judge_reconciled(result, [run]).valid is True

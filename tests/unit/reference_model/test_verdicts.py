@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from kafka_chaos.checker.tables import NemesisEvent
 from kafka_chaos.faults.windows import faults_from_history
 from kafka_chaos.reference_model.config import RunConfig
-from kafka_chaos.reference_model.verdicts import FaultSummary, Verdict, judge, unclean_election_observed
+from kafka_chaos.reference_model.verdicts import (
+    GARBAGE_READ,
+    FaultSummary,
+    Verdict,
+    judge,
+    unclean_election_observed,
+)
 
 SAFE = RunConfig(acks="all", idempotence=True, rf=3, min_insync=2)
 ACKS1 = RunConfig(acks="1", idempotence=False, rf=3, min_insync=2)
@@ -151,6 +159,19 @@ def test_conformance_and_other_rules():
     assert verdict("nonmonotonic-send", nonidem, faults).verdict == "permitted"
     assert verdict("nonmonotonic-send", SAFE, faults).verdict == "violation"
     assert verdict("no-such-anomaly", SAFE, faults).verdict == "violation"
+
+
+def test_garbage_read_is_never_permitted():
+    """No configuration and no fault lets Kafka return a record no producer sent; the reason names both causes
+    it can have."""
+    instance = {"key": "k", "value": 99, "offset": 4, "ops": [7]}
+    loose = RunConfig(acks="0", idempotence=False, rf=1, min_insync=1, unclean=True)
+    for cfg in (SAFE, ACKS1, loose, None):
+        for events in ([], KILL_LEADER, ISOLATE_LEADER, ALL_DOWN):
+            faults = dataclasses.replace(FaultSummary.from_events(events), unclean_election=True) if events else None
+            v = verdict("garbage-read", cfg, faults, dict(instance))
+            assert v == Verdict("violation", GARBAGE_READ), (cfg, events)
+    assert "corruption or a foreign writer" in GARBAGE_READ
 
 
 # ----------------------------------------------------------------------------------------------- inputs

@@ -355,3 +355,21 @@ def test_known_defects_show_apart_from_violations(tmp_path: Path) -> None:
     row = page[page.index('data-anomaly="G1c"'):]
     assert '<span class="badge known-defect">known-defect</span>' in row
     assert "defect=&#34;KAFKA-17754&#34;" in row and "fixed_in=&#34;4.0.0 with transaction version 2&#34;" in row
+
+
+def test_a_history_with_no_client_op_fails_with_its_reason(tmp_path: Path) -> None:
+    """The check of a history without a send, poll or txn is no pass: the banner says FAIL and why."""
+    from kafka_chaos.checker import check_run
+    from kafka_chaos.checker.results import NO_CLIENT_OPS
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "history.jsonl").write_text(
+        json.dumps({"index": 0, "time": 0, "process": 0, "type": "invoke", "f": "assign", "value": ["chaos/0"]})
+        + "\n" + json.dumps({"index": 1, "time": 1, "process": 0, "type": "ok", "f": "assign", "value": ["chaos/0"]})
+        + "\n")
+    check_run(run_dir)
+    page = render_report(run_dir)
+    banner = page[page.index('id="verdict"') : page.index("</div>", page.index('id="verdict"'))]
+    assert re.search(r'class="verdict fail" id="verdict"><span class="big">FAIL</span>', page)
+    assert "PASS" not in banner and NO_CLIENT_OPS.split(":")[0] in banner and "Jepsen valid: false" in banner
