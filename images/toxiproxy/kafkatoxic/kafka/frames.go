@@ -31,9 +31,9 @@ type Parser struct {
 	// OutOfStep: the stream is joined somewhere past its start (a toxic added to an open connection), so the
 	// first chunk may begin mid-frame.
 	OutOfStep bool
-	buf      []byte  // the header (or the whole matched frame) read so far
-	cur      *Header // the matched frame being buffered
-	skip     int     // bytes of a passing frame still to come
+	buf       []byte  // the header (or the whole matched frame) read so far
+	cur       *Header // the matched frame being buffered
+	skip      int     // bytes of a passing frame still to come
 }
 
 func (p *Parser) headerLen() int {

@@ -27,10 +27,10 @@ import (
 // the same id in flight; a response is then taken for the other connection's request. The ids are counted, so
 // each tracked request still lets exactly one response match.
 type Toxic struct {
-	Kind             string  `json:"kind"`    // the fault's name, for the log
-	Proxy            string  `json:"proxy"`   // the proxy's name: the log and the tracked ids
-	Frames           string  `json:"frames"`  // request or response
-	Action           string  `json:"action"`  // delay, hold, drop, duplicate or track
+	Kind             string  `json:"kind"`   // the fault's name, for the log
+	Proxy            string  `json:"proxy"`  // the proxy's name: the log and the tracked ids
+	Frames           string  `json:"frames"` // request or response
+	Action           string  `json:"action"` // delay, hold, drop, duplicate or track
 	APIKeys          []int16 `json:"api_keys"`
 	DelayMs          int64   `json:"delay_ms"` // delay: each frame's; hold: the longest (0: no limit)
 	Count            int64   `json:"count"`    // act on the first Count matching frames only (0: every one)
