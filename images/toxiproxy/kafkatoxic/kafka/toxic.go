@@ -28,6 +28,7 @@ import (
 // each tracked request still lets exactly one response match.
 type Toxic struct {
 	Kind             string  `json:"kind"`   // the fault's name, for the log
+	Fault            string  `json:"fault"`  // the fault's token, for the log: which lines are whose
 	Proxy            string  `json:"proxy"`  // the proxy's name: the log and the tracked ids
 	Frames           string  `json:"frames"` // request or response
 	Action           string  `json:"action"` // delay, hold, drop, duplicate or track
@@ -258,6 +259,7 @@ var logMu sync.Mutex
 type Firing struct {
 	KafkaToxic    string `json:"kafka_toxic"` // always "fired": what tells these lines from Toxiproxy's
 	Kind          string `json:"kind"`
+	Fault         string `json:"fault"`
 	Proxy         string `json:"proxy"`
 	Frames        string `json:"frames"`
 	APIKey        int16  `json:"api_key"`
@@ -269,7 +271,7 @@ type Firing struct {
 }
 
 func (t *Toxic) logFiring(h *Header, from, to time.Time, why string) {
-	line, _ := json.Marshal(Firing{"fired", t.Kind, t.Proxy, t.Frames, h.APIKey, h.APIVersion, h.CorrelationID,
+	line, _ := json.Marshal(Firing{"fired", t.Kind, t.Fault, t.Proxy, t.Frames, h.APIKey, h.APIVersion, h.CorrelationID,
 		from.UnixMilli(), to.UnixMilli(), why})
 	logMu.Lock()
 	defer logMu.Unlock()
