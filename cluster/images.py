@@ -32,11 +32,22 @@ from kafka_chaos.errors import ImageBuildError, ImageMissing
 DEFAULT_KAFKA_VERSION = "4.3.1"  # newest 4.x whose kafka-tools resolves from Maven Central (4.4.0's does not yet)
 TOXIPROXY_VERSION = "2.12.0"
 BASE_IMAGE = "localhost/kafka-chaos/base:bookworm"
-TOXIPROXY_BUILD = "kafka1"
-"""Raised whenever the kafka toxic changes, so an engine holding an older image builds the new one."""
-TOXIPROXY_IMAGE = f"localhost/kafka-chaos/toxiproxy:{TOXIPROXY_VERSION}-{TOXIPROXY_BUILD}"
-BASE_PACKAGES = ("openjdk-17-jre-headless", "iproute2", "iptables", "procps")
 IMAGES_DIR = Path(__file__).resolve().parent.parent / "images"
+TOXIPROXY_SOURCE = IMAGES_DIR / "toxiproxy" / "kafkatoxic"
+
+
+def source_digest(root: Path) -> str:
+    """A short digest of a Go module's sources (tests and fixtures aside)."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in (".go", ".mod", ".sum")
+                       and not p.name.endswith("_test.go")):
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+TOXIPROXY_IMAGE = f"localhost/kafka-chaos/toxiproxy:{TOXIPROXY_VERSION}-kafka-{source_digest(TOXIPROXY_SOURCE)}"
+"""Tagged with the kafka toxic's source digest: an engine holding an image of older sources builds the new one."""
+BASE_PACKAGES = ("openjdk-17-jre-headless", "iproute2", "iptables", "procps")
 LABEL = "io.kafka-chaos.image"
 
 Log = Callable[[str], None]
@@ -191,11 +202,10 @@ def build_toxiproxy(client: docker.DockerClient, log: Log, *, force: bool = Fals
         return TOXIPROXY_IMAGE
     if shutil.which("go") is None:
         raise ImageBuildError("Go is not installed. Install it with:\n  apt-get install -y golang")
-    source = IMAGES_DIR / "toxiproxy" / "kafkatoxic"
-    binary = cache_dir() / f"toxiproxy-{TOXIPROXY_VERSION}-{source_digest(source)}" / "server"
+    binary = cache_dir() / f"toxiproxy-{TOXIPROXY_IMAGE.rsplit(':', 1)[1]}" / "server"
     if not binary.exists():
         env = {**os.environ, "CGO_ENABLED": "0", "GOFLAGS": "-buildvcs=false -mod=readonly"}
-        _run(["go", "build", "-trimpath", "-o", str(binary), "."], log, cwd=source, env=env)
+        _run(["go", "build", "-trimpath", "-o", str(binary), "."], log, cwd=TOXIPROXY_SOURCE, env=env)
     ctx = cache_dir() / "toxiproxy-context"
     shutil.rmtree(ctx, ignore_errors=True)
     shutil.copytree(IMAGES_DIR / "toxiproxy", ctx, ignore=shutil.ignore_patterns("kafkatoxic"))
@@ -204,14 +214,6 @@ def build_toxiproxy(client: docker.DockerClient, log: Log, *, force: bool = Fals
     _build(client, ctx, TOXIPROXY_IMAGE, {})
     shutil.rmtree(ctx, ignore_errors=True)
     return TOXIPROXY_IMAGE
-
-
-def source_digest(root: Path) -> str:
-    """A short digest of a Go module's sources: a binary built from other sources is not reused."""
-    digest = hashlib.sha256()
-    for path in sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in (".go", ".mod", ".sum")):
-        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()[:12]
 
 
 def pull_kafka(client: docker.DockerClient, version: str, log: Log) -> str:

@@ -21,11 +21,14 @@ import (
 //
 // Toxiproxy tells a toxic nothing of the connection a stub belongs to, nor of its proxy: one Toxic value serves
 // every connection of its proxy and stream, and each connection's stub gets a state of its own (NewState). The
-// two directions of one connection are two stubs of two toxics with nothing in common. So the tracked ids are
-// kept per proxy (Proxy: the caller names it) in this process, keyed by correlation id. Clients number their
-// requests per client (Java) or per broker connection (librdkafka), so two connections of one proxy can have
-// the same id in flight; a response is then taken for the other connection's request. The ids are counted, so
-// each tracked request still lets exactly one response match.
+// two directions of one connection are two stubs of two toxics with nothing in common but the moment they are
+// made: a proxy accepts its connections in one goroutine, and for each starts the upstream link, then the
+// downstream one (Proxy.server, ToxicCollection.StartLink), each calling NewState as it starts. So a response
+// toxic's new state pairs with the newest state the proxy's tracking toxic made (keyed by the proxy's name,
+// which the caller gives, and the fault's token), and the two share that connection's tracked ids. Connections
+// already open when the toxics are added get their states in no such order; their ids are kept per proxy,
+// where two connections may have the same id in flight (librdkafka numbers each connection's requests from 1)
+// and a response may be taken for the other connection's request.
 type Toxic struct {
 	Kind             string  `json:"kind"`   // the fault's name, for the log
 	Fault            string  `json:"fault"`  // the fault's token, for the log: which lines are whose
@@ -56,6 +59,7 @@ type connState struct {
 	parser *Parser
 	queue  []*item
 	ended  bool
+	ids    *trackedIDs // this connection's tracked requests, shared by its two directions (nil: not paired)
 }
 
 func (t *Toxic) GetBufferSize() int { return 1024 }
@@ -65,10 +69,18 @@ func (t *Toxic) GetBufferSize() int { return 1024 }
 // caller tells them apart, as nothing else does.
 func (t *Toxic) NewState() interface{} {
 	fresh := calledFrom("(*ToxicLink).Start")
+	st := &connState{parser: &Parser{Requests: t.Frames != "response", OutOfStep: !fresh}}
 	if fresh {
 		t.newConnection()
+		switch {
+		case t.Action == "track":
+			st.ids = &trackedIDs{ids: map[int32][]int16{}}
+			pairs.put(t.Proxy+"/"+t.Fault, st.ids)
+		case t.Frames == "response":
+			st.ids = pairs.take(t.Proxy + "/" + t.Fault)
+		}
 	}
-	return &connState{parser: &Parser{Requests: t.Frames != "response", OutOfStep: !fresh}}
+	return st
 }
 
 func calledFrom(function string) bool {
@@ -114,9 +126,13 @@ func (t *Toxic) wants(key int16) bool {
 }
 
 // match decides, once per frame, whether this toxic acts on it.
-func (t *Toxic) match(h *Header) bool {
+func (t *Toxic) match(st *connState, h *Header) bool {
+	ids := st.ids
+	if ids == nil {
+		ids = perProxy(t.Proxy + "/" + t.Fault)
+	}
 	if t.Frames == "response" {
-		key, ok := tracked.take(t.Proxy, h.CorrelationID)
+		key, ok := ids.take(h.CorrelationID)
 		if !ok {
 			return false
 		}
@@ -125,7 +141,7 @@ func (t *Toxic) match(h *Header) bool {
 		return false
 	}
 	if t.Action == "track" {
-		tracked.add(t.Proxy, h.CorrelationID, h.APIKey)
+		ids.add(h.CorrelationID, h.APIKey)
 		return false
 	}
 	return t.Count <= 0 || t.fired.Add(1) <= t.Count
@@ -178,7 +194,7 @@ func (t *Toxic) Pipe(stub *toxics.ToxicStub) {
 }
 
 func (t *Toxic) feed(st *connState, c *stream.StreamChunk) {
-	for _, p := range st.parser.Feed(c.Data, func(h Header) bool { return t.match(&h) }) {
+	for _, p := range st.parser.Feed(c.Data, func(h Header) bool { return t.match(st, &h) }) {
 		if p.Frame == nil {
 			st.queue = append(st.queue, &item{data: p.Data})
 			continue
@@ -278,38 +294,66 @@ func (t *Toxic) logFiring(h *Header, from, to time.Time, why string) {
 	_, _ = os.Stdout.Write(append(line, '\n'))
 }
 
-// trackedIDs: per proxy, the correlation ids of tracked requests whose responses have not passed yet.
+// trackedIDs: the correlation ids of tracked requests whose responses have not passed yet, with their API keys.
 type trackedIDs struct {
 	mu  sync.Mutex
-	ids map[string]map[int32][]int16
+	ids map[int32][]int16
 }
 
-var tracked = &trackedIDs{ids: map[string]map[int32][]int16{}}
-
-func (r *trackedIDs) add(proxy string, id int32, key int16) {
+func (r *trackedIDs) add(id int32, key int16) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	m := r.ids[proxy]
-	if m == nil {
-		m = map[int32][]int16{}
-		r.ids[proxy] = m
-	}
-	m[id] = append(m[id], key)
+	r.ids[id] = append(r.ids[id], key)
 }
 
-func (r *trackedIDs) take(proxy string, id int32) (int16, bool) {
+func (r *trackedIDs) take(id int32) (int16, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	keys := r.ids[proxy][id]
+	keys := r.ids[id]
 	if len(keys) == 0 {
 		return 0, false
 	}
 	if len(keys) == 1 {
-		delete(r.ids[proxy], id)
+		delete(r.ids, id)
 	} else {
-		r.ids[proxy][id] = keys[1:]
+		r.ids[id] = keys[1:]
 	}
 	return keys[0], true
+}
+
+// registry: per proxy and fault, the tracked ids of connections that are not paired, and the tracking state of
+// the newest connection, waiting for its downstream half.
+type registry struct {
+	mu     sync.Mutex
+	shared map[string]*trackedIDs
+	newest map[string]*trackedIDs
+}
+
+var pairs = &registry{shared: map[string]*trackedIDs{}, newest: map[string]*trackedIDs{}}
+
+func perProxy(key string) *trackedIDs {
+	pairs.mu.Lock()
+	defer pairs.mu.Unlock()
+	ids := pairs.shared[key]
+	if ids == nil {
+		ids = &trackedIDs{ids: map[int32][]int16{}}
+		pairs.shared[key] = ids
+	}
+	return ids
+}
+
+func (r *registry) put(key string, ids *trackedIDs) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.newest[key] = ids
+}
+
+func (r *registry) take(key string) *trackedIDs {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ids := r.newest[key]
+	delete(r.newest, key)
+	return ids
 }
 
 func init() {
