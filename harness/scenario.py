@@ -171,7 +171,7 @@ class Scenario(Strict):
                 raise ValueError(f"{what}.api: {e}") from None
             on_node_links = "links" in f.model_fields_set
             if on_node_links:
-                listeners = self._proxied_listeners(what, f.links)
+                listeners = self._proxied_listeners(what, f.links, f.direction)
                 carried = {"internal": "broker", "controller": "controller"}
                 useless = [k for k in keys if not {carried[x] for x in listeners} & set(served_by(k))]
                 if useless:
@@ -191,7 +191,7 @@ class Scenario(Strict):
                                      " (only nodes send it, to controllers): set links = \"controller\" or "
                                      '"quorum" with cluster.link_proxies = true')
 
-    def _proxied_listeners(self, what: str, selector: Any) -> set[str]:
+    def _proxied_listeners(self, what: str, selector: Any, direction: str) -> set[str]:
         """The listeners of the proxied links a request fault's selector can name; none is an error."""
         if not self.cluster.link_proxies:
             raise ValueError(f"{what} on links between nodes (links = {selector!r}) needs cluster.link_proxies = "
@@ -203,8 +203,8 @@ class Scenario(Strict):
                 check_pairs(selector, brokers, controllers)
             except LinkSelectorError as e:
                 raise ValueError(f"{what}.links: {e}") from None
-            found = {x for a, b in selector for x in [*listeners_between(a, b, brokers, controllers),
-                                                      *listeners_between(b, a, brokers, controllers)]}
+            pairs = [(a, b) for a, b in selector] + ([(b, a) for a, b in selector] if direction == "both" else [])
+            found = {x for a, b in pairs for x in listeners_between(a, b, brokers, controllers)}
         elif selector == "replication":
             found = {"internal"} if len(brokers) > 1 else set()
         else:
