@@ -256,9 +256,11 @@ class RequestFault:
         value: dict[str, Any] = {"nodes": nodes, "api": [api_name(k) for k in keys], "api_keys": keys,
                                  "proxies": [proxy for _, proxy in targets], "fault": self._token, **options}
         if "links" in self.params:
-            value.update(selector=self.params["links"], direction=self.params.get("direction", "both"),
-                         links=[where.as_list() for where, _ in targets],
-                         nodes=sorted({n for where, _ in targets for n in (where.source, where.dest)}))
+            selector = self.params["links"]
+            value.update(selector=selector, direction=self.params.get("direction", "both"),
+                         links=[where.as_list() for where, _ in targets])
+            if selector not in ("replication", "controller"):  # as NodeLinkFault: the links' ends
+                value["nodes"] = sorted({n for where, _ in targets for n in (where.source, where.dest)})
         return value
 
     def _proxies_of(self, where: Any) -> Any:

@@ -4,6 +4,7 @@ fault's window. Asserts on the history only."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -49,3 +50,29 @@ def test_a_held_end_txn_is_delivered_at_the_heal_and_recorded(chaos_run: Any) ->
     assert record["index"] > heal["index"]
     txns = [e for e in events(result) if e["f"] == "txn" and e["type"] in ("ok", "fail", "info")]
     assert any(e["time"] > heal["time"] for e in txns), "transactions went on after the heal"
+
+
+DELAY_FETCH: dict[str, Any] = {
+    "name": "request-delay-fetch",
+    "duration_s": 15,
+    "cluster": {"nodes": 3, "link_proxies": True},
+    "topic": {"partitions": 3, "replication_factor": 3, "min_insync_replicas": 2},
+    # the follower's replica fetches (and the others' from it) each held 200 ms, the first 5 on each link
+    "faults": {"schedule": [{"kind": "request-delay", "api": ["Fetch"], "links": "replication", "target": "follower",
+                             "latency_ms": 200, "count": 5, "at_s": 3, "duration_s": 5}]},
+}
+
+
+def test_a_request_delay_on_replica_fetches_fires_on_the_links_between_nodes(chaos_run: Any) -> None:
+    result = chaos_run(DELAY_FETCH)
+    (fault,) = nemesis(result, "request-delay")
+    (heal,) = nemesis(result, "heal-requests")
+    proxies = set(fault["value"]["proxies"])
+    assert proxies and all(p.endswith("-internal") for p in proxies)
+    firings = fired(result)
+    assert firings and heal["value"]["fired"] == len(firings)
+    assert {f["api"] for f in firings} == {"Fetch"} and {f["released"] for f in firings} == {"time"}
+    assert {f["proxy"] for f in firings} <= proxies
+    per_proxy = Counter(f["proxy"] for f in firings)
+    assert max(per_proxy.values()) <= 5, per_proxy  # count is per proxy
+    assert len({(f["proxy"], f["correlation_id"]) for f in firings}) == len(firings)
