@@ -171,3 +171,10 @@ def test_a_request_fault_without_its_proxies_says_which_to_turn_on() -> None:
         RequestFault("request-drop", None, None, {"api": [0]}).start([1])
     with pytest.raises(RuntimeError, match=r"cluster\.link_proxies = true"):
         RequestFault("request-drop", None, None, {"api": [0], "links": "replication"}).start([1])
+
+
+def test_the_report_labels_a_request_fault_with_its_apis() -> None:
+    from kafka_chaos.report.data import _target_label
+
+    value = {"nodes": [1, 2, 3], "api": ["EndTxn"], "api_keys": [26], "proxies": ["broker-1"], "count": 1}
+    assert _target_label(value) == "n1,n2,n3 api=EndTxn"
