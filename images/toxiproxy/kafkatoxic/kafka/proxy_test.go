@@ -114,3 +114,45 @@ func TestResponseFaultPairsTheDirectionsOfEachConnection(t *testing.T) {
 		t.Fatalf("the EndTxn response (6) is dropped and the next one (7) arrives; got %d", got)
 	}
 }
+
+// A held EndTxn stays on its connection, after the client gave that connection up, until the proxy's next
+// connection opens: then it reaches the broker (the request delivered after its sender moved on).
+func TestHoldReleasedByTheProxysNextConnection(t *testing.T) {
+	gotEndTxn, release := make(chan struct{}), make(chan struct{})
+	close(release)
+	ln := fakeBroker(t, gotEndTxn, release)
+	defer ln.Close()
+	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
+	p := toxiproxy.NewProxy(srv, "broker-1", "127.0.0.1:0", ln.Addr().String())
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	addToxic(t, p, "hold", "upstream", &Toxic{Kind: "request-hold", Fault: "f2", Proxy: "broker-1",
+		APIKeys: []int16{26}, Frames: "request", Action: "hold", Count: 1, ReleaseOnConnect: true})
+	first, err := net.Dial("tcp", p.Listen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := first.Write(request(3, 12, 1, 4)); err != nil {
+		t.Fatal(err)
+	}
+	if got := readResponse(t, first); got != 1 {
+		t.Fatalf("want the Metadata response first, got %d", got)
+	}
+	if _, err := first.Write(request(26, 3, 2, 4)); err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+	select {
+	case <-gotEndTxn:
+		t.Fatal("the EndTxn should be held until the next connection")
+	default:
+	}
+	second, err := net.Dial("tcp", p.Listen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	<-gotEndTxn // released by the new connection (a hang here is the failure)
+}
