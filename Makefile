@@ -28,6 +28,7 @@ demo: setup
 	$(BIN)/kafka-chaos run scenarios/demo.toml
 
 test: setup
+	cd images/toxiproxy/kafkatoxic && CGO_ENABLED=0 go test ./...  # the kafka toxic's parser and toxic
 	$(BIN)/pytest
 
 # What the nightly workflow runs: the tests marked `nightly` (deselected by `make test`).

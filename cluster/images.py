@@ -6,11 +6,14 @@ Offline Kafka image (docs/architecture.md §6):
             that runs iptables in a node's network namespace.
   2. libs   Kafka's jars for one pinned version, resolved by Maven from Maven Central (images/kafka/pom.xml).
   3. image  `localhost/kafka-chaos/kafka:<version>` = base + libs + our launchers (images/kafka/bin).
-Toxiproxy: the static binary of `go install github.com/Shopify/toxiproxy/v2/cmd/server@v2.12.0` in a scratch image.
+Toxiproxy: a static build of images/toxiproxy/kafkatoxic (Toxiproxy v2.12.0's server with the `kafka` toxic compiled
+in: faults on the requests or responses of chosen Kafka APIs), its modules from the Go module proxy, in a scratch
+image.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -29,9 +32,22 @@ from kafka_chaos.errors import ImageBuildError, ImageMissing
 DEFAULT_KAFKA_VERSION = "4.3.1"  # newest 4.x whose kafka-tools resolves from Maven Central (4.4.0's does not yet)
 TOXIPROXY_VERSION = "2.12.0"
 BASE_IMAGE = "localhost/kafka-chaos/base:bookworm"
-TOXIPROXY_IMAGE = f"localhost/kafka-chaos/toxiproxy:{TOXIPROXY_VERSION}"
-BASE_PACKAGES = ("openjdk-17-jre-headless", "iproute2", "iptables", "procps")
 IMAGES_DIR = Path(__file__).resolve().parent.parent / "images"
+TOXIPROXY_SOURCE = IMAGES_DIR / "toxiproxy" / "kafkatoxic"
+
+
+def source_digest(root: Path) -> str:
+    """A short digest of a Go module's sources (tests and fixtures aside)."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in (".go", ".mod", ".sum")
+                       and not p.name.endswith("_test.go")):
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+TOXIPROXY_IMAGE = f"localhost/kafka-chaos/toxiproxy:{TOXIPROXY_VERSION}-kafka-{source_digest(TOXIPROXY_SOURCE)}"
+"""Tagged with the kafka toxic's source digest: an engine holding an image of older sources builds the new one."""
+BASE_PACKAGES = ("openjdk-17-jre-headless", "iproute2", "iptables", "procps")
 LABEL = "io.kafka-chaos.image"
 
 Log = Callable[[str], None]
@@ -186,14 +202,13 @@ def build_toxiproxy(client: docker.DockerClient, log: Log, *, force: bool = Fals
         return TOXIPROXY_IMAGE
     if shutil.which("go") is None:
         raise ImageBuildError("Go is not installed. Install it with:\n  apt-get install -y golang")
-    gobin = cache_dir() / f"toxiproxy-{TOXIPROXY_VERSION}"
-    binary = gobin / "server"
+    binary = cache_dir() / f"toxiproxy-{TOXIPROXY_IMAGE.rsplit(':', 1)[1]}" / "server"
     if not binary.exists():
-        env = {**os.environ, "CGO_ENABLED": "0", "GOBIN": str(gobin), "GOFLAGS": "-buildvcs=false"}
-        _run(["go", "install", f"github.com/Shopify/toxiproxy/v2/cmd/server@v{TOXIPROXY_VERSION}"], log, env=env)
+        env = {**os.environ, "CGO_ENABLED": "0", "GOFLAGS": "-buildvcs=false -mod=readonly"}
+        _run(["go", "build", "-trimpath", "-o", str(binary), "."], log, cwd=TOXIPROXY_SOURCE, env=env)
     ctx = cache_dir() / "toxiproxy-context"
     shutil.rmtree(ctx, ignore_errors=True)
-    shutil.copytree(IMAGES_DIR / "toxiproxy", ctx)
+    shutil.copytree(IMAGES_DIR / "toxiproxy", ctx, ignore=shutil.ignore_patterns("kafkatoxic"))
     shutil.copy2(binary, ctx / "toxiproxy-server")
     log(f"building {TOXIPROXY_IMAGE}")
     _build(client, ctx, TOXIPROXY_IMAGE, {})

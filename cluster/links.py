@@ -61,6 +61,15 @@ class LinkFaults:
     def heal_all(self) -> None:
         self._server.reset()
 
+    def add_toxic(self, broker_id: int, name: str, type_: str, stream: str, attributes: dict[str, Any]) -> None:
+        """One toxic of a given type on a broker's client proxy (the request faults' `kafka` toxic)."""
+        self._proxy(broker_id).add_toxic(type=type_, stream=stream, name=name, attributes=attributes)
+
+    def remove_toxic(self, broker_id: int, name: str) -> None:
+        proxy = self._proxy(broker_id)
+        if proxy.get_toxic(name) is not None:
+            proxy.destroy_toxic(name)
+
 
 def toxic_attributes(toxic: str, *, latency_ms: int = 500, jitter_ms: int = 0, rate_kbps: int = 64) -> dict[str, Any]:
     """Toxiproxy's attributes for a toxic type, from the fault's parameters."""

@@ -23,6 +23,7 @@ from testcontainers.core.network import Network
 
 from kafka_chaos.cluster import settings
 from kafka_chaos.cluster.images import TOXIPROXY_IMAGE
+from kafka_chaos.cluster.kafka_toxic import container_logs
 from kafka_chaos.cluster.links import toxic_attributes
 from kafka_chaos.cluster.node import bind_loopback, free_port
 from kafka_chaos.cluster.waits import Wait
@@ -207,6 +208,17 @@ class LinkProxies:
             for stream in ("upstream", "downstream"):
                 server.remove_toxic(proxy_name(link), f"{TOXIC}-{stream}")
             server.set_enabled(proxy_name(link), True)
+
+    def add_toxic(self, link: Link, name: str, type_: str, stream: str, attributes: dict[str, Any]) -> None:
+        """One toxic of a given type on a link's proxy (the request faults' `kafka` toxic)."""
+        self._server(link).add_toxic(proxy_name(link), name, type_, stream, attributes)
+
+    def remove_toxic(self, link: Link, name: str) -> None:
+        self._server(link).remove_toxic(proxy_name(link), name)
+
+    def logs(self, node_id: int, since_s: float | None = None) -> str:
+        """Node `node_id`'s side-car's output from `since_s` on (the kafka toxic's firings among it)."""
+        return container_logs(self._containers.get(node_id), since_s)
 
     def heal_all(self) -> None:
         self.stop_flapping()

@@ -10,6 +10,7 @@ from testcontainers.core.network import Network
 
 from kafka_chaos.cluster import settings
 from kafka_chaos.cluster.images import TOXIPROXY_IMAGE
+from kafka_chaos.cluster.kafka_toxic import container_logs
 from kafka_chaos.cluster.links import LinkFaults
 from kafka_chaos.cluster.node import bind_loopback, free_port
 from kafka_chaos.cluster.waits import Wait
@@ -55,6 +56,11 @@ class Toxiproxy:
     def reset(self) -> None:
         """Remove every toxic and re-enable every proxy."""
         self.links.heal_all()
+
+    def logs(self, since_s: float | None = None) -> str:
+        """The container's output from `since_s` (seconds since the epoch) on: Toxiproxy's lines and the kafka
+        toxic's firings (cluster.kafka_toxic)."""
+        return container_logs(self._container, since_s)
 
     def remove(self) -> None:
         if self._container is not None:

@@ -8,10 +8,16 @@ faults.registry; this module holds what each family does.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from kafka_chaos.cluster import kafka_toxic
 from kafka_chaos.cluster.links import LinkFaults
+from kafka_chaos.cluster.node_links import proxy_name
+from kafka_chaos.faults.kafka_apis import api_keys, api_name
 from kafka_chaos.faults.node_links import links_of
 from kafka_chaos.faults.partitions import Shape, grudge
 from kafka_chaos.faults.registry import KINDS
@@ -20,6 +26,7 @@ from kafka_chaos.faults.targets import LiveCluster
 NODE_FAULTS = tuple(k for k, info in KINDS.items() if info.family == "process")
 LINK_FAULTS = tuple(k for k, info in KINDS.items() if info.family == "client-link")
 NODE_LINK_FAULTS = tuple(k for k, info in KINDS.items() if info.family == "node-link")
+REQUEST_FAULTS = tuple(k for k, info in KINDS.items() if info.family == "request")
 HEAL_NAMES = {k: info.heal for k, info in KINDS.items()}
 
 
@@ -201,3 +208,77 @@ def _proxy_action(kind: str) -> str:
     if action is None:
         raise ValueError(f"{kind!r} is not a link fault")
     return action
+
+
+@dataclass
+class RequestFault:
+    """The `kafka` toxic (cluster.kafka_toxic) on the proxies of the chosen links: the target brokers' client
+    proxies, or, with `links` in the params, the links between nodes that selector names (faults.node_links).
+    `fired`, after the heal: the toxic's firings (which API, correlation id, held from/to), for the history."""
+
+    name: str
+    client_links: LinkFaults | None
+    link_proxies: Any  # cluster.node_links.LinkProxies, or None
+    params: dict[str, Any]
+    client_logs: Callable[[float], str] | None = None
+    """The client proxies' container output since a time (cluster.toxiproxy.Toxiproxy.logs)."""
+    fired: list[dict[str, Any]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._added: list[tuple[Any, str]] = []  # (broker id or Link, toxic name), in the order added
+        self._token = secrets.token_hex(4)
+        self._since_s = time.time()
+
+    def _targets(self, nodes: list[int]) -> list[tuple[Any, str]]:
+        """(broker id or Link, proxy name) of every proxy the fault goes on."""
+        if "links" in self.params:
+            if self.link_proxies is None:
+                raise RuntimeError(f"{self.name} on links between nodes needs cluster.link_proxies = true")
+            links = links_of(self.params["links"], nodes, self.link_proxies.brokers, self.link_proxies.controllers,
+                             self.params.get("direction", "both"))
+            return [(link, proxy_name(link)) for link in links]
+        if self.client_links is None:
+            raise RuntimeError(f"{self.name} on client links needs cluster.toxiproxy = true")
+        return [(n, f"broker-{n}") for n in nodes]
+
+    def start(self, nodes: list[int]) -> dict[str, Any]:
+        info = KINDS[self.name]
+        keys = api_keys(self.params.get("api", []))
+        targets = self._targets(nodes)
+        options: dict[str, Any] = {k: self.params[k] for k in ("latency_ms", "hold_ms", "count", "release_on_connect")
+                   if k in self.params}
+        self._since_s = time.time()
+        for where, proxy in targets:
+            for stream, name, attributes in kafka_toxic.toxics(self.name, str(info.frames), str(info.action), keys,
+                                                               proxy, self._token, **options):
+                self._proxies_of(where).add_toxic(where, name, kafka_toxic.TOXIC_TYPE, stream, attributes)
+                self._added.append((where, name))
+        value: dict[str, Any] = {"nodes": nodes, "api": [api_name(k) for k in keys], "api_keys": keys,
+                                 "proxies": [proxy for _, proxy in targets], "fault": self._token, **options}
+        if "links" in self.params:
+            selector = self.params["links"]
+            value.update(selector=selector, direction=self.params.get("direction", "both"),
+                         links=[where.as_list() for where, _ in targets])
+            if selector not in ("replication", "controller"):  # as NodeLinkFault: the links' ends
+                value["nodes"] = sorted({n for where, _ in targets for n in (where.source, where.dest)})
+        return value
+
+    def _proxies_of(self, where: Any) -> Any:
+        return self.client_links if isinstance(where, int) else self.link_proxies
+
+    def heal(self, nodes: list[int]) -> dict[str, Any]:
+        """Remove the toxics (a held frame is delivered as its toxic goes), then read what they did."""
+        for where, name in self._added:
+            self._proxies_of(where).remove_toxic(where, name)
+        # one container per node's side-car (node links), one for every client proxy (-1)
+        containers = sorted({-1 if isinstance(where, int) else where.source for where, _ in self._added})
+        self.fired = []
+        for node in containers:
+            text = self._client_logs() if node == -1 else self.link_proxies.logs(node, self._since_s)
+            self.fired += [{**f, "api": api_name(f["api_key"])} if isinstance(f.get("api_key"), int) else f
+                           for f in kafka_toxic.firings(text, self._token)]
+        self._added = []
+        return {"nodes": nodes, "fault": self._token, "fired": len(self.fired)}
+
+    def _client_logs(self) -> str:
+        return self.client_logs(self._since_s) if self.client_logs is not None else ""

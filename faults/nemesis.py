@@ -23,6 +23,7 @@ from kafka_chaos.faults.kinds import (
     LINK_FAULTS,
     NODE_FAULTS,
     NODE_LINK_FAULTS,
+    REQUEST_FAULTS,
     DiskFull,
     Fault,
     LinkFault,
@@ -30,6 +31,7 @@ from kafka_chaos.faults.kinds import (
     NodeLinkFault,
     PartitionFault,
     PowerLossFault,
+    RequestFault,
 )
 from kafka_chaos.faults.registry import KINDS
 from kafka_chaos.faults.schedule import PlannedFault
@@ -39,6 +41,9 @@ from kafka_chaos.interrupts import join
 if TYPE_CHECKING:  # types only: the nemesis never imports the harness at run time
     from kafka_chaos.harness.testmap import RunContext
 
+
+FRAME_FAULT = "frame-fault"
+"""The history's f of one firing of a request fault (process `harness`: a record of what happened, not a fault)."""
 
 PLAN_GRACE_S = 60.0
 """How long the end of a run waits for a plan that runs late (every fault of a plan starts and heals within the
@@ -87,6 +92,10 @@ class Nemesis:
             return NodeFault(p.kind, self.cluster)
         if info.family == "network":
             return PartitionFault(self.cluster, p.shape, self.rng)
+        if info.family == "request":
+            toxiproxy = getattr(self.cluster, "toxiproxy", None)
+            return RequestFault(p.kind, self.links, getattr(self.cluster, "link_proxies", None), p.params,
+                                client_logs=toxiproxy.logs if toxiproxy is not None else None)
         if info.family == "client-link":
             if self.links is None:
                 raise RuntimeError(f"{p.kind} needs Toxiproxy (cluster.toxiproxy = true)")
@@ -118,8 +127,10 @@ class Nemesis:
         self.recorder.record("nemesis", "invoke", p.kind, {"target": p.target, "shape": p.shape}
                              if KINDS[p.kind].family == "network" else {"target": p.target})
         try:
-            brokers_only = (p.kind in NODE_FAULTS or p.kind in LINK_FAULTS
-                            or (p.kind in NODE_LINK_FAULTS and p.params.get("links") == "replication"))
+            on_client_links = p.kind in LINK_FAULTS or (p.kind in REQUEST_FAULTS and "links" not in p.params)
+            brokers_only = (p.kind in NODE_FAULTS or on_client_links
+                            or (p.kind in (*NODE_LINK_FAULTS, *REQUEST_FAULTS)
+                                and p.params.get("links") == "replication"))
             nodes = self._resolve_live(p, brokers_only)
             self.fired[i] = nodes
             fault = self._fault(p)
@@ -158,6 +169,10 @@ class Nemesis:
         except Exception as err:
             self.errors.append(f"{name}: {err}")
             self.recorder.record("nemesis", "info", name, {"nodes": nodes}, error=[type(err).__name__, str(err)])
+        # what a request fault did to each frame, as the proxies logged it: read at the heal, when every held
+        # frame has been delivered (docs/architecture.md §3)
+        for fired in getattr(fault, "fired", []):
+            self.recorder.record("harness", "info", FRAME_FAULT, fired)
 
     def stop(self, wait_for_plan_s: float = 0.0) -> None:
         """End the plan and heal every fault still active (in start order). `wait_for_plan_s`: first let a

@@ -13,14 +13,17 @@ from typing import Literal, get_args
 
 FaultKind = Literal["kill", "power-loss", "disk-full", "stop", "pause", "partition", "latency", "bandwidth", "timeout",
                     "reset_peer", "link-down", "link-latency", "link-bandwidth", "link-timeout", "link-reset",
-                    "link-slicer", "link-cut", "link-flap"]
-Family = Literal["process", "network", "client-link", "node-link", "operation"]
+                    "link-slicer", "link-cut", "link-flap", "request-delay", "response-delay", "request-hold",
+                    "request-drop", "response-drop", "request-duplicate"]
+Family = Literal["process", "network", "client-link", "node-link", "request", "operation"]
 Need = Literal["toxiproxy", "volatile-disks", "sized-disks", "link-proxies"]
 NodeEffect = Literal["crash", "power-loss", "disk-full", "stop", "freeze"]
 """What a process kind does to its node: SIGKILL; SIGKILL and the unsynced writes lost; writes failing; a clean
 shutdown; frozen (the same JVM resumes, acting on a stale view)."""
 ProxyAction = Literal["latency", "bandwidth", "timeout", "reset_peer", "slicer", "disable", "flap"]
 """What a link kind does to a Toxiproxy proxy: add that toxic, disable the proxy, or disable and enable it in turn."""
+FrameAction = Literal["delay", "hold", "drop", "duplicate"]
+"""What a request kind does to each matching Kafka frame (Toxiproxy's `kafka` toxic, images/toxiproxy/kafkatoxic)."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,10 @@ class FaultKindInfo:
     """Process kinds: what it does to the node."""
     proxy: ProxyAction | None = None
     """Link kinds: what it does to each link's proxy."""
+    frames: Literal["request", "response"] | None = None
+    """Request kinds: whether it acts on the requests of the chosen APIs or on their responses."""
+    action: FrameAction | None = None
+    """Request kinds: what it does to each matching frame."""
 
     @property
     def takes_down(self) -> bool:
@@ -69,6 +76,13 @@ def _node_link(name: str, description: str, colour: str, *, blocks: bool, proxy:
                silences: bool = False) -> FaultKindInfo:
     return FaultKindInfo(name, "heal-links", "node-link", description, colour, frozenset({"link-proxies"}),
                          blocks=blocks, silences=silences, proxy=proxy)
+
+
+def _request(name: str, description: str, colour: str, *, action: FrameAction) -> FaultKindInfo:
+    """A fault on the frames of chosen Kafka APIs, on client links (no `links`) or links between nodes (`links`):
+    what it needs depends on which, so the scenario's validation checks it (harness.scenario)."""
+    return FaultKindInfo(name, "heal-requests", "request", description, colour,
+                         frames="response" if name.startswith("response-") else "request", action=action)
 
 
 KINDS: dict[str, FaultKindInfo] = {
@@ -109,6 +123,18 @@ KINDS: dict[str, FaultKindInfo] = {
                    silences=True, proxy="disable"),
         _node_link("link-flap", "links between nodes down and up every period_ms", "#637939", blocks=True,
                    proxy="flap"),
+        # one kind of Kafka request (or its response) on client links or links between nodes (faults.kinds)
+        _request("request-delay", "requests of the chosen APIs each held latency_ms (later ones wait behind)",
+                 "#e7ba52", action="delay"),
+        _request("response-delay", "responses to the chosen APIs each held latency_ms (later ones wait behind)",
+                 "#e7cb94", action="delay"),
+        _request("request-hold", "the first `count` requests of the chosen APIs held until hold_ms, the client's "
+                 "next connection or the heal, then delivered", "#ad494a", action="hold"),
+        _request("request-drop", "requests of the chosen APIs removed; the connection stays open", "#7b4173",
+                 action="drop"),
+        _request("response-drop", "responses to the chosen APIs removed; the connection stays open", "#de9ed7",
+                 action="drop"),
+        _request("request-duplicate", "requests of the chosen APIs delivered twice", "#ce6dbd", action="duplicate"),
     )
 }
 assert set(KINDS) == set(get_args(FaultKind)), "FaultKind and KINDS must name the same kinds"

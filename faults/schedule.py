@@ -38,6 +38,11 @@ class FaultSpec(_Strict):
     direction: Direction = Field("both", description="both: the links each way; one-way: only from → to")
     period_ms: int = Field(1000, ge=50, description="link-flap: down for period_ms, up for period_ms, …")
     free_mb: float = Field(0, ge=0, description="disk-full: MiB left free on the disk")
+    # request faults (request-*, response-*: faults.kinds.RequestFault); on links between nodes when `links` is set
+    api: list[str | int] = Field(default_factory=list, description="the Kafka APIs, by name (EndTxn) or key (26)")
+    count: int = Field(0, ge=0, description="act on the first count matching frames only (0: every one)")
+    hold_ms: int = Field(0, ge=0, description="request-hold: the longest a frame is held (0: until the heal)")
+    release_on_connect: bool = Field(False, description="request-hold: the proxy's next connection releases it")
     # Written into scenario.resolved.toml: the node ids `target` resolved to when the recorded run fired it.
     # A run by rule ignores it; `kafka-chaos run --replay-nodes` aims the fault at these ids instead.
     nodes: list[int] | None = None
@@ -58,6 +63,7 @@ class FaultGenerator(_Strict):
     direction: Direction = "both"
     period_ms: int = Field(1000, ge=50)
     free_mb: float = Field(0, ge=0)
+    api: list[str | int] = Field(default_factory=list)
 
 
 class FaultsConfig(_Strict):
@@ -111,6 +117,8 @@ def _link_params(kind: str, spec: FaultSpec | FaultGenerator, jitter_ms: int = 0
     params: dict[str, Any] = {}
     if "sized-disks" in KINDS[kind].needs:
         return {"free_mb": spec.free_mb}
+    if KINDS[kind].family == "request":
+        return _request_params(kind, spec)
     if KINDS[kind].family == "node-link":
         params = {"links": spec.links, "direction": spec.direction}
         if kind == "link-flap":
@@ -119,6 +127,20 @@ def _link_params(kind: str, spec: FaultSpec | FaultGenerator, jitter_ms: int = 0
         return {**params, "latency_ms": spec.latency_ms, "jitter_ms": jitter_ms}
     if kind in ("bandwidth", "link-bandwidth"):
         return {**params, "rate_kbps": spec.rate_kbps}
+    return params
+
+
+def _request_params(kind: str, spec: FaultSpec | FaultGenerator) -> dict[str, Any]:
+    """A request kind's options; `links` only when the scenario gave it (without it: the client links)."""
+    params: dict[str, Any] = {"api": list(spec.api)}
+    if "links" in spec.model_fields_set:
+        params.update(links=spec.links, direction=spec.direction)
+    if isinstance(spec, FaultSpec):
+        params["count"] = spec.count
+        if KINDS[kind].action == "hold":
+            params.update(hold_ms=spec.hold_ms, release_on_connect=spec.release_on_connect)
+    if KINDS[kind].action == "delay":
+        params["latency_ms"] = spec.latency_ms
     return params
 
 

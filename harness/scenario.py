@@ -14,8 +14,10 @@ import tomli_w
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from kafka_chaos.cluster.external import NodeControl
+from kafka_chaos.cluster.node_links import listeners_between
 from kafka_chaos.cluster.spec import ClusterSpec
 from kafka_chaos.errors import ScenarioError
+from kafka_chaos.faults.kafka_apis import UnknownApi, api_key, api_name, served_by
 from kafka_chaos.faults.node_links import LinkSelectorError, check_pairs
 from kafka_chaos.faults.operations import OperationSpec, validate_against
 from kafka_chaos.faults.registry import KINDS
@@ -134,6 +136,7 @@ class Scenario(Strict):
                     check_pairs(f.links, self.cluster.broker_ids(), self.cluster.controller_ids())
                 except LinkSelectorError as e:
                     raise ValueError(f"faults.schedule[{i}].links: {e}") from None
+        self._fits_request_faults()
         sized = sorted(k for k in kinds if "sized-disks" in KINDS[k].needs)
         if sized and not self.cluster.disk_size_mb:
             raise ValueError(f"{', '.join(sized)} needs the nodes' data on disks of a known size: set "
@@ -144,6 +147,74 @@ class Scenario(Strict):
                              'cluster.volatile_disks = "unsynced" (lose every write not fsynced) or "last:30s" '
                              "(lose what Linux had not yet written back)")
         return self
+
+    def _fits_request_faults(self) -> None:
+        """Request faults (faults.kinds.RequestFault) act through proxies: the client proxies (cluster.toxiproxy)
+        unless `links` names links between nodes (cluster.link_proxies). Each named API must exist and be one
+        the chosen links can carry."""
+        entries: list[tuple[str, Any]] = [(f"faults.schedule[{i}]", f) for i, f in enumerate(self.faults.schedule)]
+        gen = self.faults.generator
+        if gen is not None:
+            entries += [("faults.generator", gen)]
+        for where, f in entries:
+            kinds = [f.kind] if hasattr(f, "kind") else list(f.kinds)
+            requests = sorted({k for k in kinds if KINDS[k].family == "request"})
+            if not requests:
+                continue
+            what = f"{where} ({', '.join(requests)})"
+            if not f.api:
+                raise ValueError(f'{what} needs api, the Kafka requests it acts on: e.g. api = ["EndTxn"] or '
+                                 'api = ["Produce"] (names as in Kafka, or key numbers)')
+            try:
+                keys = sorted({api_key(a) for a in f.api})
+            except UnknownApi as e:
+                raise ValueError(f"{what}.api: {e}") from None
+            on_node_links = "links" in f.model_fields_set
+            if on_node_links:
+                listeners = self._proxied_listeners(what, f.links, f.direction)
+                carried = {"internal": "broker", "controller": "controller"}
+                useless = [k for k in keys if not {carried[x] for x in listeners} & set(served_by(k))]
+                if useless:
+                    raise ValueError(f"{what}: links = {f.links!r} carry requests to "
+                                     f"{' and '.join(sorted(listeners))} listeners, and no node sends "
+                                     f"{', '.join(api_name(k) for k in useless)} there; pick links that carry them "
+                                     "(replication: brokers' inter-broker listeners; controller, quorum: "
+                                     "controllers) or other APIs")
+            else:
+                if not self.cluster.toxiproxy:
+                    raise ValueError(f"{what} on client links needs the client proxies: set cluster.toxiproxy = "
+                                     "true (or give links = … with cluster.link_proxies = true for links between "
+                                     "nodes)")
+                controller_only = [k for k in keys if "broker" not in served_by(k)]
+                if controller_only:
+                    raise ValueError(f"{what}: clients never send {', '.join(api_name(k) for k in controller_only)}"
+                                     " (only nodes send it, to controllers): set links = \"controller\" or "
+                                     '"quorum" with cluster.link_proxies = true')
+
+    def _proxied_listeners(self, what: str, selector: Any, direction: str) -> set[str]:
+        """The listeners of the proxied links a request fault's selector can name; none is an error."""
+        if not self.cluster.link_proxies:
+            raise ValueError(f"{what} on links between nodes (links = {selector!r}) needs cluster.link_proxies = "
+                             "true (every link through a proxy of its own)")
+        brokers, controllers = self.cluster.broker_ids(), self.cluster.controller_ids()
+        found: set[str]
+        if isinstance(selector, list):
+            try:
+                check_pairs(selector, brokers, controllers)
+            except LinkSelectorError as e:
+                raise ValueError(f"{what}.links: {e}") from None
+            pairs = [(a, b) for a, b in selector] + ([(b, a) for a, b in selector] if direction == "both" else [])
+            found = {x for a, b in pairs for x in listeners_between(a, b, brokers, controllers)}
+        elif selector == "replication":
+            found = {"internal"} if len(brokers) > 1 else set()
+        else:
+            voters = set(controllers) if selector == "quorum" else set(controllers) | set(brokers)
+            found = {"controller"} if len(voters) > 1 and controllers else set()
+        if not found:
+            raise ValueError(f"{what}: links = {selector!r} names no proxied link in this cluster (brokers "
+                             f"{sorted(brokers)}, controllers {sorted(controllers)}); a controller-only node talks "
+                             "only to controllers, and a link needs two nodes")
+        return found
 
     def _fits_external_cluster(self) -> None:
         control = self.cluster.control or NodeControl()

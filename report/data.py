@@ -355,6 +355,9 @@ def _target_label(value: Any) -> str:
         for k in ("latency_ms", "latency", "rate", "bandwidth", "direction"):
             if k in value and isinstance(value[k], int | float | str) and not isinstance(value[k], bool):
                 parts.append(f"{k}={value[k]}")
+        api = value.get("api")  # request faults: which Kafka requests
+        if isinstance(api, list) and api:
+            parts.append("api=" + ",".join(str(a) for a in api))
         links = value.get("links")
         if isinstance(links, list) and links and all(isinstance(x, list) and len(x) >= 2 for x in links):
             # links between nodes (faults.node_links): each directed link once, whatever its listeners

@@ -1,0 +1,115 @@
+package kafka
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/Shopify/toxiproxy/v2/stream"
+	"github.com/Shopify/toxiproxy/v2/toxics"
+)
+
+type rig struct {
+	in    chan *stream.StreamChunk
+	out   chan *stream.StreamChunk
+	stub  *toxics.ToxicStub
+	toxic *Toxic
+	wrap  *toxics.ToxicWrapper
+}
+
+func start(t *Toxic) *rig {
+	// unbuffered: a send returns once the toxic has taken the chunk, so it has dealt with every earlier one
+	r := &rig{in: make(chan *stream.StreamChunk), out: make(chan *stream.StreamChunk, 16), toxic: t}
+	r.stub = toxics.NewToxicStub(r.in, r.out)
+	r.stub.State = &connState{parser: &Parser{Requests: t.Frames != "response"}}
+	r.wrap = &toxics.ToxicWrapper{Toxic: t, Toxicity: 1}
+	go r.stub.Run(r.wrap)
+	return r
+}
+
+func (r *rig) send(b []byte) { r.in <- &stream.StreamChunk{Data: b, Timestamp: time.Now()} }
+
+// next waits for the next chunk passed on (a test that fails hangs until go test's timeout, no clock involved).
+func (r *rig) next() []byte { return (<-r.out).Data }
+
+func (r *rig) nothingYet(t *testing.T) {
+	select {
+	case c := <-r.out:
+		t.Fatalf("passed on %d bytes while it should hold them", len(c.Data))
+	default:
+	}
+}
+
+// heal does what Toxiproxy does when the toxic is removed.
+func (r *rig) heal() {
+	r.stub.InterruptToxic()
+	r.toxic.Cleanup(r.stub)
+}
+
+func TestHoldKeepsTheFrameAndWhatFollowsUntilTheHeal(t *testing.T) {
+	r := start(&Toxic{Frames: "request", Action: "hold", APIKeys: []int16{26}, Count: 1})
+	r.send(request(3, 12, 1, 4))
+	if !bytes.Equal(r.next(), request(3, 12, 1, 4)) {
+		t.Fatal("a frame of another API must pass")
+	}
+	r.send(request(26, 3, 2, 4))
+	r.send(request(3, 12, 3, 4))
+	r.stub.InterruptToxic() // a chain change: the held frame stays held
+	go r.stub.Run(r.wrap)
+	r.stub.InterruptToxic()
+	r.nothingYet(t)
+	r.toxic.Cleanup(r.stub)
+	if !bytes.Equal(r.next(), request(26, 3, 2, 4)) || !bytes.Equal(r.next(), request(3, 12, 3, 4)) {
+		t.Fatal("the heal must deliver the held frame, then what came behind it")
+	}
+}
+
+func TestHoldReleasedByTheNextConnection(t *testing.T) {
+	tx := &Toxic{Frames: "request", Action: "hold", APIKeys: []int16{26}, ReleaseOnConnect: true}
+	r := start(tx)
+	r.send(request(26, 3, 2, 4))
+	r.send(request(3, 12, 3, 4))
+	r.in <- nil // the client gave the connection up
+	r.nothingYet(t)
+	tx.newConnection()
+	if !bytes.Equal(r.next(), request(26, 3, 2, 4)) || !bytes.Equal(r.next(), request(3, 12, 3, 4)) {
+		t.Fatal("the next connection must release the held frame onto the old one")
+	}
+	if c := <-r.out; c != nil {
+		t.Fatal("then the old connection closes")
+	}
+}
+
+func TestDropAndDuplicate(t *testing.T) {
+	r := start(&Toxic{Frames: "request", Action: "drop", APIKeys: []int16{0}, Count: 1})
+	r.send(bytes.Join([][]byte{request(0, 9, 1, 8), request(0, 9, 2, 8)}, nil))
+	if !bytes.Equal(r.next(), request(0, 9, 2, 8)) {
+		t.Fatal("the first Produce is dropped, the second (past count) passes")
+	}
+	r.heal()
+	d := start(&Toxic{Frames: "request", Action: "duplicate", APIKeys: []int16{0}})
+	d.send(request(0, 9, 1, 8))
+	if !bytes.Equal(d.next(), request(0, 9, 1, 8)) || !bytes.Equal(d.next(), request(0, 9, 1, 8)) {
+		t.Fatal("a duplicated frame is written twice")
+	}
+	d.heal()
+}
+
+func TestResponsesOfTrackedRequests(t *testing.T) {
+	up := start(&Toxic{Proxy: "p1", Frames: "request", Action: "track", APIKeys: []int16{26}})
+	down := start(&Toxic{Proxy: "p1", Frames: "response", Action: "drop"})
+	up.send(bytes.Join([][]byte{request(26, 3, 41, 4), request(3, 12, 42, 4)}, nil))
+	if got := up.next(); len(got) != 2*16 {
+		t.Fatalf("tracking passes every request on, got %d bytes", len(got))
+	}
+	down.send(bytes.Join([][]byte{response(41, 6), response(42, 6)}, nil))
+	if !bytes.Equal(down.next(), response(42, 6)) {
+		t.Fatal("the EndTxn response (correlation id 41) is dropped, the Metadata one passes")
+	}
+	down.send(response(41, 6))
+	if !bytes.Equal(down.next(), response(41, 6)) {
+		t.Fatal("a tracked id matches one response only")
+	}
+	up.heal()
+	down.heal()
+}
