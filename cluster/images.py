@@ -94,7 +94,7 @@ def not_served(version: str, missing: list[str]) -> str:
         what = (f"Maven Central does not serve every jar of Kafka {version} (missing: "
                 f"{', '.join('org.apache.kafka:' + m for m in missing)})")
     return (f"{what}, so its image cannot be built offline. Use a released version that Maven Central serves, "
-            f"{versions.OLDEST_SUPPORTED[0]}.{versions.OLDEST_SUPPORTED[1]}.0 or later (the default is "
+            f"{versions.OLDEST_RELEASE} or later (the default is "
             f"{DEFAULT_KAFKA_VERSION}); `podman images localhost/kafka-chaos/kafka` lists those built here.")
 
 

@@ -51,6 +51,8 @@ OLDEST_SUPPORTED = (3, 4)
 """The oldest release line whose images are built and started here (checked with 3.4.1). KRaft (no ZooKeeper) is
 what kafka-chaos starts; it came in 2.8 as early access and was declared production-ready for new clusters in 3.3
 (KIP-833). Older releases are refused before anything is built or started, not half-started."""
+OLDEST_RELEASE = f"{OLDEST_SUPPORTED[0]}.{OLDEST_SUPPORTED[1]}.0"
+"""The oldest release kafka-chaos builds and starts (make test starts it once)."""
 CONTROLLER_ADVERTISED_FROM = (3, 9)
 """KIP-853: from 3.9 a controller may name its listener in advertised.listeners (the endpoint voters are known
 by). Before 3.9 KafkaConfig refuses a broker whose advertised.listeners names a controller listener
@@ -74,7 +76,7 @@ def unbuildable(version: Any) -> str | None:
     """Why no image of `version` can be built here, as a paragraph that names the fix; None when the version is
     one the image build takes (whether Maven Central serves it is asked by the build itself)."""
     number = release_number(version)
-    oldest = f"{OLDEST_SUPPORTED[0]}.{OLDEST_SUPPORTED[1]}.0"
+    oldest = OLDEST_RELEASE
     if number is None:
         return (f"Kafka version {version!r} is not a release number: kafka-chaos builds each Kafka image from "
                 f"that release's jars on Maven Central, named by three numbers (e.g. 3.6.2, 4.0.1). Set "

@@ -234,3 +234,9 @@ def test_a_scenario_names_the_version_field() -> None:
 
     with pytest.raises(ScenarioError, match=r"cluster: Kafka 2\.8\.0 cannot be started"):
         parse_scenario({"name": "x", "cluster": {"kafka_version": "2.8.0"}})
+
+
+def test_make_test_builds_the_oldest_release_its_integration_test_starts() -> None:
+    makefile = (Path(__file__).resolve().parents[3] / "Makefile").read_text()
+    images_target = makefile.split("\nimages:")[1].split("\n\n")[0]
+    assert f"--kafka-version {versions.OLDEST_RELEASE} --no-toxiproxy" in images_target
