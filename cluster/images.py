@@ -86,6 +86,12 @@ def missing_artifacts(maven_output: str) -> list[str]:
     return list(dict.fromkeys(f"{artifact}:{version}" for artifact, version in found))
 
 
+def says_not_found(maven_output: str) -> bool:
+    """Whether Maven's output says an artifact is not there (first asked, or remembered from an earlier ask),
+    not only that it could not be fetched (no network: no answer about the version)."""
+    return "Could not find artifact" in maven_output or "was not found in" in maven_output
+
+
 def not_served(version: str, missing: list[str]) -> str:
     """The paragraph for a Kafka version whose jars Maven Central does not serve."""
     if any(m.startswith("kafka_2.13:") for m in missing):
@@ -110,7 +116,7 @@ def maven_refuses(version: str) -> str | None:
     except (OSError, subprocess.TimeoutExpired):
         return None
     output = proc.stdout + proc.stderr
-    if proc.returncode == 0 or "Could not find artifact" not in output:  # a network failure is not an answer
+    if proc.returncode == 0 or not says_not_found(output):
         return None
     return not_served(version, missing_artifacts(output) or [f"kafka_2.13:{version}"])
 
@@ -195,7 +201,8 @@ def resolve_kafka_libs(version: str, log: Log) -> Path:
                 log,
             )
         except ImageBuildError as err:
-            missing = missing_artifacts(str(err)) if "Could not find artifact" in str(err) else []
+            shutil.rmtree(tmp, ignore_errors=True)
+            missing = missing_artifacts(str(err)) if says_not_found(str(err)) else []
             if missing:
                 raise ImageBuildError(not_served(version, missing)) from None
             raise

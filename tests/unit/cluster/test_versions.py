@@ -149,6 +149,14 @@ MAVEN_OUTPUT = (
 )
 
 
+def test_maven_s_not_found_is_told_from_no_answer() -> None:
+    assert images.says_not_found(MAVEN_OUTPUT)
+    assert images.says_not_found("org.apache.kafka:kafka_2.13:jar:3.4.9 was not found in https://repo during a "
+                                 "previous attempt. This failure was cached in the local repository")
+    assert not images.says_not_found("Could not transfer artifact org.apache.kafka:kafka_2.13:pom:3.4.9: "
+                                     "Connection refused")
+
+
 def test_maven_s_missing_artifacts_become_one_paragraph() -> None:
     missing = missing_artifacts(MAVEN_OUTPUT)
     assert missing == ["kafka_2.13:3.4.9", "kafka-tools:3.4.9", "kafka-storage:3.4.9"]
