@@ -248,3 +248,14 @@ def test_make_test_builds_the_oldest_release_its_integration_test_starts() -> No
     makefile = (Path(__file__).resolve().parents[3] / "Makefile").read_text()
     images_target = makefile.split("\nimages:")[1].split("\n\n")[0]
     assert f"--kafka-version {versions.OLDEST_RELEASE} --no-toxiproxy" in images_target
+
+
+def test_cluster_up_of_an_unbuildable_version_is_a_usage_error() -> None:
+    from typer.testing import CliRunner
+
+    from kafka_chaos.harness.cli import app
+
+    result = CliRunner().invoke(app, ["cluster", "up", "--kafka-version", "3.3.2"])
+    assert result.exit_code == 2
+    assert "3.4.0 or later" in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)  # a message, not a traceback
