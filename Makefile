@@ -23,6 +23,7 @@ engine:
 images: venv engine
 	$(BIN)/kafka-chaos image build
 	$(BIN)/kafka-chaos image build --kafka-version 4.0.1 --no-toxiproxy  # ELR-off contrast (tests/chaos)
+	$(BIN)/kafka-chaos image build --kafka-version 3.4.0 --no-toxiproxy  # the oldest supported (tests/integration/test_versions.py)
 
 demo: setup
 	$(BIN)/kafka-chaos run scenarios/demo.toml

@@ -5,7 +5,9 @@ Offline Kafka image (docs/architecture.md §6):
             openjdk-17-jre-headless iproute2 iptables procps, imported as an image. Also the side-car image
             that runs iptables in a node's network namespace.
   2. libs   Kafka's jars for one pinned version, resolved by Maven from Maven Central (images/kafka/pom.xml).
-  3. image  `localhost/kafka-chaos/kafka:<version>` = base + libs + our launchers (images/kafka/bin).
+  3. image  `localhost/kafka-chaos/kafka:<version>` = base + libs + our launchers (images/kafka/bin), each pointed at
+            the class that version has for its tool (kafka_chaos.versions.TOOL_CLASSES).
+Any release from 3.4.0 builds (kafka_chaos.versions.unbuildable says why another cannot, before anything is built).
 Toxiproxy: a static build of images/toxiproxy/kafkatoxic (Toxiproxy v2.12.0's server with the `kafka` toxic compiled
 in: faults on the requests or responses of chosen Kafka APIs), its modules from the Go module proxy, in a scratch
 image.
@@ -19,6 +21,7 @@ import re
 import shutil
 import subprocess
 import tarfile
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +29,7 @@ from pathlib import Path
 import docker
 import docker.errors
 
+from kafka_chaos import versions
 from kafka_chaos.cluster.engine import docker_client
 from kafka_chaos.errors import ImageBuildError, ImageMissing
 
@@ -72,7 +76,8 @@ def image_exists(client: docker.DockerClient, tag: str) -> bool:
 
 
 def require_image(client: docker.DockerClient, tag: str) -> None:
-    """Raise ImageMissing with the command that builds it."""
+    """Raise ImageMissing with the command that builds it, or, for a Kafka version no image can be built of, with
+    why and what to use instead."""
     if image_exists(client, tag):
         return
     version = tag.rsplit(":", 1)[-1]
@@ -81,8 +86,55 @@ def require_image(client: docker.DockerClient, tag: str) -> None:
     elif tag.startswith("apache/kafka"):
         fix = f"kafka-chaos image build --pull --kafka-version {version}"
     else:
+        if why := versions.unbuildable(version) or maven_refuses(version):
+            raise ImageMissing(f"The image {tag} is not built on this engine, and cannot be: {why}")
         fix = f"kafka-chaos image build --kafka-version {version}"
     raise ImageMissing(f"The image {tag} is not built on this engine. Build it once with:\n  {fix}")
+
+
+KAFKA_ARTIFACTS = ("kafka_2.13", "kafka-tools", "kafka-storage")
+"""The org.apache.kafka artifacts images/kafka/pom.xml asks Maven for (their dependencies come with them)."""
+
+
+def missing_artifacts(maven_output: str) -> list[str]:
+    """The org.apache.kafka artifacts a failed Maven resolution names as not found (`kafka-tools:3.4.9`)."""
+    found = re.findall(r"org\.apache\.kafka:([\w.-]+):(?:jar|pom):([\w.-]+)", maven_output)
+    return list(dict.fromkeys(f"{artifact}:{version}" for artifact, version in found))
+
+
+def says_not_found(maven_output: str) -> bool:
+    """Whether Maven's output says an artifact is not there (first asked, or remembered from an earlier ask),
+    not only that it could not be fetched (no network: no answer about the version)."""
+    return "Could not find artifact" in maven_output or "was not found in" in maven_output
+
+
+def not_served(version: str, missing: list[str]) -> str:
+    """The paragraph for a Kafka version whose jars Maven Central does not serve."""
+    if any(m.startswith("kafka_2.13:") for m in missing):
+        what = f"Maven Central serves no Kafka {version} (org.apache.kafka:kafka_2.13:{version} is not there)"
+    else:
+        what = (f"Maven Central does not serve every jar of Kafka {version} (missing: "
+                f"{', '.join('org.apache.kafka:' + m for m in missing)})")
+    return (f"{what}, so its image cannot be built offline. Use a released version that Maven Central serves, "
+            f"{versions.OLDEST_RELEASE} or later (the default is "
+            f"{DEFAULT_KAFKA_VERSION}); `podman images localhost/kafka-chaos/kafka` lists those built here.")
+
+
+def maven_refuses(version: str) -> str | None:
+    """Ask Maven Central whether it serves Kafka `version` (its kafka_2.13 pom, a few KiB): the paragraph when it
+    says it does not; None when it does, or when it cannot be asked (no Maven, no answer: the build will say)."""
+    if shutil.which("mvn") is None:
+        return None
+    cmd = ["mvn", "-q", "-B", "dependency:get", f"-Dartifact=org.apache.kafka:kafka_2.13:{version}:pom",
+           "-Dtransitive=false"]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    output = proc.stdout + proc.stderr
+    if proc.returncode == 0 or not says_not_found(output):
+        return None
+    return not_served(version, missing_artifacts(output) or [f"kafka_2.13:{version}"])
 
 
 def _run(cmd: list[str], log: Log, *, cwd: Path | None = None, env: dict[str, str] | None = None) -> None:
@@ -158,11 +210,18 @@ def resolve_kafka_libs(version: str, log: Log) -> Path:
     pom = IMAGES_DIR / "kafka" / "pom.xml"
 
     def copy(binding: str) -> None:
-        _run(
-            ["mvn", "-q", "-B", "-f", str(pom), f"-Dkafka.version={version}", f"-Dslf4j.binding={binding}",
-             "dependency:copy-dependencies", f"-DoutputDirectory={tmp}"],
-            log,
-        )
+        try:
+            _run(
+                ["mvn", "-q", "-B", "-f", str(pom), f"-Dkafka.version={version}", f"-Dslf4j.binding={binding}",
+                 "dependency:copy-dependencies", f"-DoutputDirectory={tmp}"],
+                log,
+            )
+        except ImageBuildError as err:
+            shutil.rmtree(tmp, ignore_errors=True)
+            missing = missing_artifacts(str(err)) if says_not_found(str(err)) else []
+            if missing:
+                raise ImageBuildError(not_served(version, missing)) from None
+            raise
 
     copy("log4j-slf4j-impl")
     # The binding must match the slf4j API that Kafka's own dependencies resolve to, or the broker logs nothing.
@@ -180,20 +239,46 @@ def build_kafka(client: docker.DockerClient, version: str, log: Log, *, force: b
     if image_exists(client, tag) and not force:
         log(f"{tag}: present")
         return tag
+    if why := versions.unbuildable(version):
+        raise ImageBuildError(why)
+    libs = resolve_kafka_libs(version, log)  # before the base: a version Maven does not serve fails at once
     build_base(client, log)
-    libs = resolve_kafka_libs(version, log)
     ctx = cache_dir() / f"kafka-context-{version}"
     shutil.rmtree(ctx, ignore_errors=True)
     shutil.copytree(IMAGES_DIR / "kafka", ctx, ignore=shutil.ignore_patterns("pom.xml"))
     shutil.copytree(libs, ctx / "libs")
-    # Kafka 3.x also brings slf4j-reload4j (log4j 1): with two SLF4J bindings the first wins, and log4j 1 has no
-    # configuration here, so the broker would log nothing. The image logs through log4j2 on every version.
-    for jar in (ctx / "libs").glob("slf4j-reload4j-*.jar"):
-        jar.unlink()
+    if not versions.at_least(version, versions.LOG4J2_FROM):  # see versions.LOG4J2_FROM
+        for jar in (ctx / "libs").glob("slf4j-reload4j-*.jar"):
+            jar.unlink()
+    fit_launchers(ctx / "bin", version, jar_classes(ctx / "libs"))
     log(f"building {tag}")
     _build(client, ctx, tag, {"BASE_IMAGE": BASE_IMAGE})
     shutil.rmtree(ctx, ignore_errors=True)
     return tag
+
+
+def jar_classes(libs: Path) -> set[str]:
+    """Every class the jars in `libs` hold, by its dotted name."""
+    classes: set[str] = set()
+    for jar in libs.glob("*.jar"):
+        with zipfile.ZipFile(jar) as z:
+            classes.update(n[: -len(".class")].replace("/", ".") for n in z.namelist() if n.endswith(".class"))
+    return classes
+
+
+def fit_launchers(bin_dir: Path, version: str, classes: set[str]) -> None:
+    """Point each tool launcher (written for the newest Kafka) at the class `version` has for it
+    (versions.TOOL_CLASSES); a class its jars lack fails the build here, not a fault in the middle of a run."""
+    for launcher, by_line in versions.TOOL_CLASSES.items():
+        path = bin_dir / launcher
+        newest, wanted = by_line[0][1], versions.tool_class(launcher, version)
+        text = path.read_text()
+        if newest not in text:
+            raise ImageBuildError(f"{path} does not run {newest}, the class versions.TOOL_CLASSES names for it")
+        if wanted not in classes:
+            raise ImageBuildError(f"Kafka {version}'s jars hold no {wanted}, the class versions.TOOL_CLASSES names "
+                                  f"for {launcher} in {version}: that table is wrong for this version")
+        path.write_text(text.replace(newest, wanted))
 
 
 def build_toxiproxy(client: docker.DockerClient, log: Log, *, force: bool = False) -> str:
@@ -248,6 +333,8 @@ class BuiltImages:
 def build_all(
     version: str, log: Log, *, pull: bool = False, toxiproxy: bool = True, force: bool = False
 ) -> BuiltImages:
+    if not pull and (why := versions.unbuildable(version)):
+        raise ImageBuildError(why)  # before the engine is asked anything
     client = docker_client()
     kafka = pull_kafka(client, version, log) if pull else build_kafka(client, version, log, force=force)
     if pull:

@@ -16,6 +16,7 @@ from docker.models.containers import Container
 from testcontainers.core.container import DockerContainer
 from testcontainers.core.network import Network
 
+from kafka_chaos import versions
 from kafka_chaos.cluster import settings
 from kafka_chaos.cluster.images import BASE_IMAGE
 from kafka_chaos.cluster.labels import NODE_LABEL, PORT_LABEL
@@ -90,6 +91,11 @@ class KafkaNode:
             raise ClusterError(f"{self!r} has not been created")
         return self._container.get_wrapped_container()
 
+    @property
+    def version(self) -> str:
+        """The Kafka version its image runs (a rolling upgrade moves a node to another one)."""
+        return self.image.rsplit(":", 1)[-1]
+
     config_path = CONFIG_PATH
     """Its server.properties inside the container (what a Kafka tool run on the node is given as its config)."""
     data_dir = DATA_DIR
@@ -132,7 +138,7 @@ class KafkaNode:
         if self.is_controller:
             controller = settings.controller_port(self.node_id, proxied)
             listeners.append(f"CONTROLLER://0.0.0.0:{controller}")
-            if self.role == "combined":
+            if self.role == "combined" and versions.at_least(self.version, versions.CONTROLLER_ADVERTISED_FROM):
                 advertised.append(f"CONTROLLER://{self.alias}:{controller}")
         props["listeners"] = ",".join(listeners)
         if advertised:

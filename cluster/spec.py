@@ -56,6 +56,14 @@ class ClusterSpec(BaseModel):
         return v
 
     @model_validator(mode="after")
+    def _version_can_start(self) -> ClusterSpec:
+        """A version kafka-chaos can build no image of is refused with the scenario, before anything starts (an
+        external cluster's or an official image's version only labels the run)."""
+        if not self.bootstrap_servers and not self.official_image and (why := versions.unbuildable(self.kafka_version)):
+            raise ValueError(why)
+        return self
+
+    @model_validator(mode="after")
     def _elr_needs_4_0(self) -> ClusterSpec:
         if self.elr is not None and not versions.at_least(self.kafka_version, versions.ELR_FEATURE_FROM):
             raise ValueError(f"elr: Kafka {self.kafka_version} has no eligible.leader.replicas feature (it came in "

@@ -18,7 +18,7 @@ import threading
 import time
 import warnings
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -27,8 +27,14 @@ from typing import Any
 # plugin, about code neither they nor kafka-chaos can change. Only those two messages are silenced, only here.
 with warnings.catch_warnings():
     warnings.filterwarnings("ignore", r"(open|read)_text is deprecated", DeprecationWarning)
+    from kafka import errors
     from kafka.admin import KafkaAdminClient
-    from kafka.protocol.admin import DescribeTopicPartitionsRequest
+    from kafka.protocol.admin import (
+        DescribeQuorumRequest,
+        DescribeTopicPartitionsRequest,
+        DescribeTopicPartitionsResponse,
+    )
+    from kafka.protocol.metadata import MetadataRequest
 
 # kafka-python logs every refused connection and failed metadata refresh at WARNING/ERROR; under a nemesis those
 # are the expected state of affairs, and the harness reports what matters itself.
@@ -102,26 +108,36 @@ class StateReader:
             admin.describe_cluster()
             node_ids = sorted(b.node_id for b in manager.cluster.brokers())
 
+        def describe_topic_partitions() -> Any:
+            return DescribeTopicPartitionsRequest(topics=[DescribeTopicPartitionsRequest.TopicRequest(name=topic)],
+                                                  response_partition_limit=2000, cursor=None)
+
+        def metadata() -> Any:
+            return MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=topic)],
+                                   allow_auto_topic_creation=False)
+
         async def ask_all() -> dict[int, Any]:
-            pending = {
-                node: manager.send(
-                    DescribeTopicPartitionsRequest(
-                        topics=[DescribeTopicPartitionsRequest.TopicRequest(name=topic)],
-                        response_partition_limit=2000,
-                        cursor=None,
-                    ),
-                    node_id=node,
-                    request_timeout_ms=self._timeout_ms,
-                )
-                for node in node_ids
-            }
             # One deadline for all: a dead broker's connection attempt must not hold up the live brokers' answers.
             deadline = time.monotonic() + self._timeout_ms / 1000
-            answers: dict[int, Any] = {}
-            for node, future in pending.items():
-                remaining_ms = max(0, int((deadline - time.monotonic()) * 1000))
-                with contextlib.suppress(Exception):
-                    answers[node] = await manager.wait_for(future, remaining_ms)
+
+            async def ask(nodes: Iterable[int], request: Callable[[], Any]) -> tuple[dict[int, Any], list[int]]:
+                pending = {node: manager.send(request(), node_id=node, request_timeout_ms=self._timeout_ms)
+                           for node in nodes}
+                answers: dict[int, Any] = {}
+                older: list[int] = []
+                for node, future in pending.items():
+                    remaining_ms = max(0, int((deadline - time.monotonic()) * 1000))
+                    try:
+                        answers[node] = await manager.wait_for(future, remaining_ms)
+                    except errors.IncompatibleBrokerVersion:
+                        older.append(node)
+                    except Exception:
+                        pass
+                return answers, older
+
+            answers, older = await ask(node_ids, describe_topic_partitions)
+            if older:  # Kafka before 3.8 has no DescribeTopicPartitions (KIP-966): Metadata, which has no ELR
+                answers.update((await ask(older, metadata))[0])
             return answers
 
         answers = manager.run(ask_all)
@@ -190,7 +206,21 @@ class StateReader:
     # --- end transaction coordinator ---
 
     def _describe_metadata_quorum(self) -> Any:
-        return self._client().describe_metadata_quorum()
+        """DescribeQuorum of the metadata log, as kafka-python's dict. Sent here rather than through its
+        describe_metadata_quorum, which reads each partition's error_message: a field older response versions do
+        not have (Kafka 3.4 answers without it, and that call then fails on every version before it)."""
+        topic = DescribeQuorumRequest.TopicData
+        request = DescribeQuorumRequest(topics=[
+            topic(topic_name="__cluster_metadata", partitions=[topic.PartitionData(partition_index=0)])])
+        manager = self._client()._manager
+
+        async def ask() -> Any:
+            return await manager.send(request)
+
+        response = manager.run(ask)
+        if response.error_code:
+            raise errors.for_code(response.error_code)(getattr(response, "error_message", None) or "")
+        return response.to_dict()
 
     def close(self) -> None:
         if self._admin is not None:
@@ -208,7 +238,8 @@ def _states_of(response: Any) -> list[PartitionState]:
             if p.error_code:
                 continue
             leader = p.leader_id
-            elr, lkelr = p.eligible_leader_replicas, p.last_known_elr
+            known = isinstance(response, DescribeTopicPartitionsResponse)  # a Metadata answer says nothing of ELR
+            elr, lkelr = (p.eligible_leader_replicas, p.last_known_elr) if known else (None, None)
             states.append(
                 PartitionState(
                     topic=t.name,
@@ -217,8 +248,8 @@ def _states_of(response: Any) -> list[PartitionState]:
                     leader_epoch=p.leader_epoch,
                     replicas=tuple(p.replica_nodes),
                     isr=tuple(p.isr_nodes),
-                    elr=tuple(elr) if elr else (),
-                    last_known_elr=tuple(lkelr) if lkelr else (),
+                    elr=(tuple(elr) if elr else ()) if known else None,
+                    last_known_elr=(tuple(lkelr) if lkelr else ()) if known else None,
                 )
             )
     return sorted(states, key=lambda s: s.partition)

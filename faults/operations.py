@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from kafka_chaos import versions
 from kafka_chaos.cluster.images import kafka_image
 
 if TYPE_CHECKING:  # types only: faults never import the harness at run time
@@ -400,7 +401,8 @@ class OperationRunner:
         self.cluster.node(op.node).stop()
         peer = self.cluster.node(others[0])
         # kafka-cluster.sh's class, through the generic launcher: images built before that launcher was added run it
-        code, out = peer.run_tool("kafka-run-class.sh", "org.apache.kafka.tools.ClusterTool", "unregister",
+        tool = versions.tool_class("kafka-cluster.sh", peer.version)  # kafka.tools.ClusterTool before 3.5
+        code, out = peer.run_tool("kafka-run-class.sh", tool, "unregister",
                                   "--bootstrap-server", f"{peer.alias}:{peer.internal_port}", "--id", str(op.node))
         self.cluster.remove_broker(op.node)
         return {**outcome, "done": code == 0, "unregister_code": code, "unregister_output": _answer(out)}

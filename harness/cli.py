@@ -115,11 +115,16 @@ def cluster_up(
     detach: Annotated[bool, typer.Option(help="Leave it running and return; remove it with `cluster down`")] = False,
 ) -> None:
     """Start a cluster and keep it until Ctrl-C (or, with --detach, until `kafka-chaos cluster down`)."""
+    from pydantic import ValidationError
+
     from kafka_chaos.cluster import ClusterSpec, KafkaCluster
     from kafka_chaos.cluster.images import DEFAULT_KAFKA_VERSION
 
-    spec = ClusterSpec(nodes=nodes, controllers=controllers, kafka_version=kafka_version or DEFAULT_KAFKA_VERSION,
-                       toxiproxy=toxiproxy)
+    try:
+        spec = ClusterSpec(nodes=nodes, controllers=controllers,
+                           kafka_version=kafka_version or DEFAULT_KAFKA_VERSION, toxiproxy=toxiproxy)
+    except ValidationError as err:  # e.g. a version no image can be built of: its paragraph, not a traceback
+        raise typer.BadParameter("; ".join(e["msg"].removeprefix("Value error, ") for e in err.errors())) from None
     cluster = KafkaCluster(spec)
     with console.status(f"starting {nodes}-node cluster {cluster.run_id}…"):
         cluster.start()

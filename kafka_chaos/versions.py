@@ -1,11 +1,12 @@
-"""What a Kafka version brings by default: the one place a feature's first version is written.
+"""What a Kafka version brings: the one place a feature's first version, or a difference between versions, is written.
 
-The cluster's validation, the run configuration the model and the checker read, and the report's
-configuration line all ask here.
+The cluster's validation and configuration, the image build, the run configuration the model and the checker
+read, and the report's configuration line all ask here.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 ELR_FEATURE_FROM = (4, 0)
@@ -49,3 +50,79 @@ def elr_default(version: Any) -> bool | None:
     unknown."""
     mm = major_minor(version)
     return None if mm is None else mm >= ELR_DEFAULT_FROM
+
+
+# -- which releases kafka-chaos can build and start ----------------------------------------------------------
+
+OLDEST_SUPPORTED = (3, 4)
+"""The oldest release line whose images are built and started here (checked with 3.4.1). KRaft (no ZooKeeper) is
+what kafka-chaos starts; it came in 2.8 as early access and was declared production-ready for new clusters in 3.3
+(KIP-833). Older releases are refused before anything is built or started, not half-started."""
+OLDEST_RELEASE = f"{OLDEST_SUPPORTED[0]}.{OLDEST_SUPPORTED[1]}.0"
+"""The oldest release kafka-chaos builds and starts (make test starts it once)."""
+CONTROLLER_ADVERTISED_FROM = (3, 9)
+"""KIP-853: from 3.9 a controller may name its listener in advertised.listeners (the endpoint voters are known
+by). Before 3.9 KafkaConfig refuses a broker whose advertised.listeners names a controller listener
+(validateAdvertisedListenersDoesNotContainControllerListenersForKRaftBroker), so a combined node advertises only
+its broker listeners."""
+LOG4J2_FROM = (4, 0)
+"""KIP-653: Kafka 4.0 logs through log4j2. Kafka 3.x logs through reload4j (log4j 1) and brings the
+slf4j-reload4j binding; the image logs through log4j2 on every version, so a 3.x image leaves that binding out
+(two SLF4J bindings: the first found wins, and log4j 1 has no configuration in the image)."""
+
+_RELEASE = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
+
+
+def release_number(version: Any) -> tuple[int, int, int] | None:
+    """`3.4.1` → (3, 4, 1); None for anything that is not a release's three numbers (`4.3`, `latest`, `3.7.0-rc1`)."""
+    m = _RELEASE.match(str(version).strip())
+    return (int(m[1]), int(m[2]), int(m[3])) if m else None
+
+
+def unbuildable(version: Any) -> str | None:
+    """Why no image of `version` can be built here, as a paragraph that names the fix; None when the version is
+    one the image build takes (whether Maven Central serves it is asked by the build itself)."""
+    number = release_number(version)
+    oldest = OLDEST_RELEASE
+    if number is None:
+        return (f"Kafka version {version!r} is not a release number: kafka-chaos builds each Kafka image from "
+                f"that release's jars on Maven Central, named by three numbers (e.g. 3.6.2, 4.0.1). Set "
+                f"cluster.kafka_version (or --kafka-version) to a released version, {oldest} or later.")
+    if number[:2] < OLDEST_SUPPORTED:
+        return (f"Kafka {version} cannot be started by kafka-chaos: it starts KRaft clusters (no ZooKeeper), "
+                f"built and tested from Kafka {oldest} on (KRaft was production-ready only from 3.3, KIP-833, "
+                f"and absent before 2.8). Use kafka_version {oldest} or later, or run against a cluster of "
+                f"{version} that is already running with cluster.bootstrap_servers.")
+    return None
+
+
+# -- the command-line tools' classes ---------------------------------------------------------------------------
+
+TOOL_CLASSES: dict[str, tuple[tuple[tuple[int, int], str], ...]] = {
+    # launcher: (first release line, main class), newest first. The tools moved from core (Scala, kafka.admin /
+    # kafka.tools) to the tools module (org.apache.kafka.tools) over 3.4-3.7 (KIP-906, KAFKA-14525); each line is
+    # that of the first release whose jars on Maven Central (kafka_2.13, kafka-tools) hold the new class, as read
+    # in 3.4.1, 3.5.2, 3.6.2, 3.7.0, 3.8.1, 3.9.1, 4.0.1 and 4.3.1. The image build checks each class is in its jars.
+    "kafka-server-start.sh": (((0, 0), "kafka.Kafka"),),
+    "kafka-storage.sh": (((0, 0), "kafka.tools.StorageTool"),),
+    "kafka-configs.sh": (((0, 0), "kafka.admin.ConfigCommand"),),
+    "kafka-metadata-quorum.sh": (((0, 0), "org.apache.kafka.tools.MetadataQuorumCommand"),),
+    "kafka-producer-perf-test.sh": (((0, 0), "org.apache.kafka.tools.ProducerPerformance"),),
+    "kafka-consumer-perf-test.sh": (((3, 5), "org.apache.kafka.tools.ConsumerPerformance"),
+                                    ((0, 0), "kafka.tools.ConsumerPerformance")),
+    "kafka-cluster.sh": (((3, 5), "org.apache.kafka.tools.ClusterTool"), ((0, 0), "kafka.tools.ClusterTool")),
+    "kafka-features.sh": (((3, 6), "org.apache.kafka.tools.FeatureCommand"), ((0, 0), "kafka.admin.FeatureCommand")),
+    "kafka-topics.sh": (((3, 7), "org.apache.kafka.tools.TopicCommand"), ((0, 0), "kafka.admin.TopicCommand")),
+    "kafka-leader-election.sh": (((3, 7), "org.apache.kafka.tools.LeaderElectionCommand"),
+                                 ((0, 0), "kafka.admin.LeaderElectionCommand")),
+}
+
+
+def tool_class(launcher: str, version: Any) -> str:
+    """The main class `launcher` (e.g. kafka-topics.sh) runs in Kafka `version`; the newest when the version
+    cannot be read."""
+    mm = major_minor(version)
+    for first, cls in TOOL_CLASSES[launcher]:
+        if mm is None or mm >= first:
+            return cls
+    return TOOL_CLASSES[launcher][-1][1]
