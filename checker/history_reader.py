@@ -305,6 +305,57 @@ def _damaged(source: str, lineno: int, e: Exception) -> HistoryError:
     )
 
 
+def _membership(out: HistoryRead, f: str, typ: str, proc: int, index: int, value: Any, inv_value: Any) -> None:
+    """An `assign` / `subscribe` completion (`inv_value`: its invoke's value, None without one): a subscribe-mode
+    consumer, a reset of its positions, its isolation."""
+    if typ == "ok" and f == "subscribe":
+        out.subscribe_processes.add(proc)
+    if typ == "ok" or typ == "info":
+        out.resets.append((proc, index, _names(inv_value if value is None else value)))
+    if f == "assign":
+        for v in (inv_value, value):  # the invoke says the level; a completion may repeat it
+            if type(v) is dict and "isolation" in v:
+                out.isolation[proc] = str(v["isolation"])
+
+
+def _harness(out: HistoryRead, f: Any, value: Any, t: int) -> int:
+    """A harness event; returns 1 when the checks do not read it (counted as ignored)."""
+    if f == DRAIN_COMPLETE:
+        out.drain_complete = value is True
+    elif f == DRAIN_START:
+        out.drain_start = t
+    elif f == FETCH_FROM and isinstance(value, dict):
+        out.fetch_from.append({**value, "time": t})
+        return 1  # kept for the report only
+    elif f == RUN_START:
+        out.run_start = value if isinstance(value, dict) else {"value": value}
+    else:
+        return 1
+    return 0
+
+
+def _finish(out: HistoryRead, ops: _Ops, sends: _Columns | None, polls: _Columns, kinds_unfinished: dict[Any, int],
+            unfinished: list[str], ok_poll_times: list[int]) -> None:
+    """The end of a pass: op counts, the unfinished, and the tables (`sends` None: no record tables)."""
+    counts = ops.per_kind()
+    for f, n in kinds_unfinished.items():
+        counts[(f, "info")] = counts.get((f, "info"), 0) + n
+        counts[(f, "unfinished")] = n
+    op_counts = out.op_counts
+    for (f, typ), n in counts.items():
+        op_counts.setdefault(str(f), {"ok": 0, "fail": 0, "info": 0})[str(typ)] = n
+    out.unfinished = dict(Counter(unfinished))
+    out.ok_poll_times = np.asarray(ok_poll_times, dtype=np.int64)
+    out.ops = ops.table()
+    if sends is not None:
+        sends_table = sends.table(sends.sends_table)
+        op_col = sends_table.column("op_index").to_numpy()
+        if len(op_col) > 1 and bool(np.any(op_col[1:] < op_col[:-1])):  # ops complete out of invoke order
+            sends_table = sends_table.take(pa.array(np.argsort(op_col, kind="stable")))
+        out.sends = sends_table
+        out.polls = polls.table(polls.polls_table)
+
+
 _ERRORS = (ValueError, KeyError, TypeError, IndexError, AttributeError)
 """What a damaged event raises in a handler."""
 
@@ -375,8 +426,7 @@ class HistoryReader:
         pending: dict[int, dict[str, Any]] = {}
         abandoned: list[str] = []
         kinds_unfinished: dict[Any, int] = {}  # f → invokes pending at the end
-        subscribers, isolation = out.subscribe_processes, out.isolation
-        fault_events, fetch_from, resets = out.fault_events, out.fetch_from, out.resets
+        fault_events = out.fault_events
         rebalanced, empty_reads = out.rebalanced, out.empty_reads
         extra_rows: list[tuple[Any, ...]] = []  # EXTRA_READS_SCHEMA rows
         extra_add = extra_rows.append
@@ -494,20 +544,7 @@ class HistoryReader:
 
         def on_membership(o: dict[str, Any], inv: dict[str, Any] | None, proc: int, typ: str, t: int, index: int,
                           inv_index: int) -> None:
-            """`assign` / `subscribe`: a subscribe-mode consumer, a reset of its positions, its isolation."""
-            f = o["f"]
-            if typ == "ok" and f == "subscribe":
-                subscribers.add(proc)
-            if typ == "ok" or typ == "info":
-                v = o.get("value")
-                if v is None and inv is not None:
-                    v = inv.get("value")
-                resets.append((proc, index, _names(v)))
-            if f == "assign":
-                for e in (inv, o):  # the invoke says the level; a completion may repeat it
-                    v = e.get("value") if e is not None else None
-                    if type(v) is dict and "isolation" in v:
-                        isolation[proc] = str(v["isolation"])
+            _membership(out, o["f"], typ, proc, index, o.get("value"), inv.get("value") if inv is not None else None)
 
         def on_debug(o: dict[str, Any], inv: dict[str, Any] | None, proc: int, typ: str, t: int, index: int,
                      inv_index: int) -> None:
@@ -534,7 +571,7 @@ class HistoryReader:
             f, v = inv.get("f"), inv.get("value")
             kinds_unfinished[f] = kinds_unfinished.get(f, 0) + 1
             if f == "assign" and type(v) is dict and "isolation" in v:
-                isolation[proc] = str(v["isolation"])
+                out.isolation[proc] = str(v["isolation"])
             if records and (f == "send" or f == "txn") and v:
                 add_sends(v, proc, "info", inv.get("index", 0), inv["time"], None)
             if sink is not None:
@@ -547,19 +584,7 @@ class HistoryReader:
 
         def on_harness(o: dict[str, Any], t: int) -> None:
             nonlocal ignored
-            f = o.get("f")
-            if f == DRAIN_COMPLETE:
-                out.drain_complete = o.get("value") is True
-            elif f == DRAIN_START:
-                out.drain_start = t
-            elif f == FETCH_FROM and isinstance(o.get("value"), dict):
-                fetch_from.append({**o["value"], "time": t})
-                ignored += 1  # kept for the report only: the checks do not read it
-            elif f == RUN_START:
-                v = o.get("value")
-                out.run_start = v if isinstance(v, dict) else {"value": v}
-            else:
-                ignored += 1
+            ignored += _harness(out, o.get("f"), o.get("value"), t)
 
         it = enumerate(lines, 1)
         while True:
@@ -639,29 +664,12 @@ class HistoryReader:
         except _ERRORS as e:
             raise _damaged(source, lineno, e) from None
 
-        counts = ops.per_kind()
-        for f, n in kinds_unfinished.items():
-            counts[(f, "info")] = counts.get((f, "info"), 0) + n
-            counts[(f, "unfinished")] = n
-        op_counts = out.op_counts
-        for (f, typ), n in counts.items():
-            op_counts.setdefault(str(f), {"ok": 0, "fail": 0, "info": 0})[str(typ)] = n
         out.ignored = ignored
         out.unplaced_records = unplaced
         out.events = lineno - blank - len(out.bad_lines) - (1 if out.truncated else 0)
-        out.unfinished = dict(Counter([*abandoned, *(str(inv.get("f")) for inv in pending.values())]))
-        out.ok_poll_times = np.asarray(ok_poll_times, dtype=np.int64)
-        out.ops = ops.table()
-        if records:
-            sends_table = sends.table(sends.sends_table)
-            op_col = sends_table.column("op_index").to_numpy()
-            if len(op_col) > 1 and bool(np.any(op_col[1:] < op_col[:-1])):  # ops complete out of invoke order
-                sends_table = sends_table.take(pa.array(np.argsort(op_col, kind="stable")))
-            out.sends = sends_table
-            out.polls = polls.table(polls.polls_table)
-            if extra_rows:
-                out.extra_reads = pa.Table.from_pylist(
-                    [dict(zip(EXTRA_READS_SCHEMA.names, r, strict=True)) for r in extra_rows],
-                    schema=EXTRA_READS_SCHEMA,
-                )
+        _finish(out, ops, sends if records else None, polls, kinds_unfinished,
+                [*abandoned, *(str(inv.get("f")) for inv in pending.values())], ok_poll_times)
+        if extra_rows:
+            out.extra_reads = pa.Table.from_pylist(
+                [dict(zip(EXTRA_READS_SCHEMA.names, r, strict=True)) for r in extra_rows], schema=EXTRA_READS_SCHEMA)
         return out
