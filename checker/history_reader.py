@@ -24,6 +24,14 @@ pairing-only pass (`records=False`) reads just the pairs and the metadata. A las
 interrupted while writing) is dropped; any other malformed line is an error, unless `on_bad_line` is given
 (the report's reading): then it is passed there and skipped.
 
+A whole file (`HistoryReader.read_file`, what `kafka-chaos check` parses a history with when the run stored no
+tables) is read by a typed decoder first (`read_typed`): blocks of lines decoded at once by msgspec into typed
+envelopes, the pairing done on arrays, each op kind's values decoded in bulk into the columns, so that no dict and
+no handler call is made per event. It reads what kafka-chaos and Jepsen's Kafka workload write (sends, polls,
+assign / subscribe, faults, the harness's events); a history holding anything else (a txn, a rebalance log, records
+of a failed poll or at an unknown offset, a blank or damaged line) goes to the handlers whole, which also word
+every error. Both give the same result.
+
 Row order is part of the tables' contract: `sends` rows are sorted by `op_index` (the invoke's index) and within
 one op keep micro-op order; `polls` rows are in history order and, within one op, in the order the records were
 returned. The checker's in-op checks (`int-*`) read that order.
