@@ -437,7 +437,7 @@ _SEND, _POLL, _TXN, _ASSIGN, _SUBSCRIBE, _CRASH, _DEBUG = range(len(CLIENT_FS))
 _F = {f: i for i, f in enumerate(CLIENT_FS)}
 _FAST_MISSES = (_Fallback, ValueError, KeyError, TypeError, IndexError, OverflowError, HistoryError, pa.ArrowException)
 """What sends a history from the typed decoder to the handlers (msgspec's errors are ValueErrors)."""
-CHUNK_BYTES = 1 << 24
+CHUNK_BYTES = 1 << 22
 """Bytes the typed decoder reads at a time (then to the end of the line): bounds its memory."""
 
 
