@@ -499,10 +499,10 @@ class _TypedPass:
     def block(self, events: list[_Event]) -> None:
         base = self.lines  # events[i] is on line base + i + 1
         procs: list[Any] = [e.process for e in events]
-        try:
-            proc: npt.NDArray[np.int64] | None = np.fromiter(procs, dtype=np.int64, count=len(procs))
+        try:  # Arrow, not numpy: numpy would read a process named "12" as the number
+            proc: npt.NDArray[np.int64] | None = pa.array(procs, pa.int64()).to_numpy()
             side = []
-        except (TypeError, ValueError):  # side processes are named
+        except (pa.ArrowInvalid, pa.ArrowTypeError):  # side processes are named
             proc = None
             side = [i for i, p in enumerate(procs) if type(p) is str]
         if side:
