@@ -24,6 +24,14 @@ pairing-only pass (`records=False`) reads just the pairs and the metadata. A las
 interrupted while writing) is dropped; any other malformed line is an error, unless `on_bad_line` is given
 (the report's reading): then it is passed there and skipped.
 
+A whole file (`HistoryReader.read_file`, what `kafka-chaos check` parses a history with when the run stored no
+tables) is read by a typed decoder first (`read_typed`): blocks of lines decoded at once by msgspec into typed
+envelopes, the pairing done on arrays, each op kind's values decoded in bulk into the columns, so that no dict and
+no handler call is made per event. It reads what kafka-chaos and Jepsen's Kafka workload write (sends, polls,
+assign / subscribe, faults, the harness's events); a history holding anything else (a txn, a rebalance log, records
+of a failed poll or at an unknown offset, a blank or damaged line) goes to the handlers whole, which also word
+every error. Both give the same result.
+
 Row order is part of the tables' contract: `sends` rows are sorted by `op_index` (the invoke's index) and within
 one op keep micro-op order; `polls` rows are in history order and, within one op, in the order the records were
 returned. The checker's in-op checks (`int-*`) read that order.
@@ -31,12 +39,16 @@ returned. The checker's in-op checks (`int-*`) read that order.
 
 from __future__ import annotations
 
+import gc
 import json
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from itertools import chain, repeat
+from operator import itemgetter
+from typing import Any, BinaryIO, Literal
 
+import msgspec
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
@@ -216,22 +228,32 @@ class _Ops:
         if not self.kind:
             return
         code = np.fromiter(self.kind, dtype=np.int32, count=len(self.kind))
+        if self.keep:
+            self.add(code, _ints(self.index, "index"), _ints(self.time, "time"), _ints(self.invoke_index, "index"),
+                     _ints(self.invoke_time, "time"))
+        else:
+            self.add(code)
+        for xs in (self.kind, self.index, self.time, self.invoke_index, self.invoke_time):
+            xs.clear()
+
+    def add(self, code: npt.NDArray[np.int32], *columns: pa.Array) -> None:
+        """Ops as columns (kind codes; index, time, invoke_index, invoke_time when the table is kept), after
+        those already held."""
         seen = np.bincount(code, minlength=len(self.kinds))
         seen[: len(self.counts)] += self.counts
         self.counts = seen
         if self.keep:
             names = list(self.kinds)
+            index, time, invoke_index, invoke_time = columns
             cols = [
-                _ints(self.index, "index"),
+                index,
                 pa.DictionaryArray.from_arrays(pa.array(code), _strings([f for f, _ in names])).cast(pa.string()),
                 pa.DictionaryArray.from_arrays(pa.array(code), _strings([t for _, t in names])).cast(pa.string()),
-                _ints(self.time, "time"),
-                _ints(self.invoke_index, "index"),
-                _ints(self.invoke_time, "time"),
+                time,
+                invoke_index,
+                invoke_time,
             ]
             self.chunks.append(pa.Table.from_arrays(cols, schema=OPS_SCHEMA))
-        for xs in (self.kind, self.index, self.time, self.invoke_index, self.invoke_time):
-            xs.clear()
 
     def table(self) -> pa.Table:
         self.spill()
@@ -305,6 +327,57 @@ def _damaged(source: str, lineno: int, e: Exception) -> HistoryError:
     )
 
 
+def _membership(out: HistoryRead, f: str, typ: str, proc: int, index: int, value: Any, inv_value: Any) -> None:
+    """An `assign` / `subscribe` completion (`inv_value`: its invoke's value, None without one): a subscribe-mode
+    consumer, a reset of its positions, its isolation."""
+    if typ == "ok" and f == "subscribe":
+        out.subscribe_processes.add(proc)
+    if typ == "ok" or typ == "info":
+        out.resets.append((proc, index, _names(inv_value if value is None else value)))
+    if f == "assign":
+        for v in (inv_value, value):  # the invoke says the level; a completion may repeat it
+            if type(v) is dict and "isolation" in v:
+                out.isolation[proc] = str(v["isolation"])
+
+
+def _harness(out: HistoryRead, f: Any, value: Any, t: int) -> int:
+    """A harness event; returns 1 when the checks do not read it (counted as ignored)."""
+    if f == DRAIN_COMPLETE:
+        out.drain_complete = value is True
+    elif f == DRAIN_START:
+        out.drain_start = t
+    elif f == FETCH_FROM and isinstance(value, dict):
+        out.fetch_from.append({**value, "time": t})
+        return 1  # kept for the report only
+    elif f == RUN_START:
+        out.run_start = value if isinstance(value, dict) else {"value": value}
+    else:
+        return 1
+    return 0
+
+
+def _finish(out: HistoryRead, ops: _Ops, sends: _Columns | None, polls: _Columns, kinds_unfinished: dict[Any, int],
+            unfinished: list[str], ok_poll_times: list[int]) -> None:
+    """The end of a pass: op counts, the unfinished, and the tables (`sends` None: no record tables)."""
+    counts = ops.per_kind()
+    for f, n in kinds_unfinished.items():
+        counts[(f, "info")] = counts.get((f, "info"), 0) + n
+        counts[(f, "unfinished")] = n
+    op_counts = out.op_counts
+    for (f, typ), n in counts.items():
+        op_counts.setdefault(str(f), {"ok": 0, "fail": 0, "info": 0})[str(typ)] = n
+    out.unfinished = dict(Counter(unfinished))
+    out.ok_poll_times = np.asarray(ok_poll_times, dtype=np.int64)
+    out.ops = ops.table()
+    if sends is not None:
+        sends_table = sends.table(sends.sends_table)
+        op_col = sends_table.column("op_index").to_numpy()
+        if len(op_col) > 1 and bool(np.any(op_col[1:] < op_col[:-1])):  # ops complete out of invoke order
+            sends_table = sends_table.take(pa.array(np.argsort(op_col, kind="stable")))
+        out.sends = sends_table
+        out.polls = polls.table(polls.polls_table)
+
+
 _ERRORS = (ValueError, KeyError, TypeError, IndexError, AttributeError)
 """What a damaged event raises in a handler."""
 
@@ -325,6 +398,357 @@ def _event(line: bytes) -> Any:
 
 def _same(event: Any) -> Any:
     return event
+
+
+# -- the typed decoder: the same pass, columns built without a Python object (nor a handler call) per event
+
+
+class _Fallback(Exception):
+    """Something the typed decoder does not read exactly as the handlers do (a txn, a rebalance log, records of a
+    failed poll or at unknown offsets, a blank or damaged line...): the handlers read the whole history instead,
+    and say what is wrong if anything is."""
+
+
+_NULL = msgspec.Raw(b"null")
+
+
+class _Event(msgspec.Struct, gc=False):
+    """One event as the typed decoder reads it: the envelope typed, the value kept as its JSON text and decoded
+    afterwards, in bulk, by the shape its op's f gives it."""
+
+    time: int
+    process: int | str
+    type: str | msgspec.UnsetType = msgspec.UNSET
+    f: str | msgspec.UnsetType = msgspec.UNSET
+    index: int | msgspec.UnsetType = msgspec.UNSET
+    value: msgspec.Raw = _NULL
+    error: msgspec.Raw = _NULL
+
+
+_EVENTS = msgspec.json.Decoder(_Event)
+_SEND_VALUES = msgspec.json.Decoder(list[list[tuple[Literal["send"], str | int, int | tuple[int | None, int]]] | None])
+"""Send values, of invokes (`["send", key, value]`) and of completions (`["send", key, [offset, value]]`)."""
+_POLL_VALUES = msgspec.json.Decoder(list[list[tuple[Literal["poll"], dict[str, list[tuple[int, int]]]]]])
+"""Ok polls whose every record has its offset."""
+_NO_RECORDS = msgspec.json.Decoder(list[list[tuple[Literal["poll"]]] | None])
+"""Failed and indefinite polls that returned nothing."""
+_TYPE = {t: i for i, t in enumerate(OP_TYPES)}
+_SEND, _POLL, _TXN, _ASSIGN, _SUBSCRIBE, _CRASH, _DEBUG = range(len(CLIENT_FS))
+_F = {f: i for i, f in enumerate(CLIENT_FS)}
+_FAST_MISSES = (_Fallback, ValueError, KeyError, TypeError, IndexError, OverflowError, HistoryError, pa.ArrowException)
+"""What sends a history from the typed decoder to the handlers (msgspec's errors are ValueErrors)."""
+CHUNK_BYTES = 1 << 22
+"""Bytes the typed decoder reads at a time (then to the end of the line): bounds its memory."""
+
+
+def _chunks(fh: BinaryIO, size: int = CHUNK_BYTES) -> Iterator[bytes]:
+    """The file in blocks of whole lines, of about `size` bytes (the last may lack its newline)."""
+    while block := fh.read(size):
+        if not block.endswith(b"\n"):
+            block += fh.readline()
+        yield block
+
+
+def _joined(raws: Iterable[msgspec.Raw]) -> bytes:
+    return b"[" + b",".join(raws) + b"]"
+
+
+def _unset(x: Any) -> Any:
+    return None if x is msgspec.UNSET else x
+
+
+class _TypedPass:
+    """`HistoryReader.read_file`'s pass: the events of a block decoded at once into typed envelopes, the pairing
+    done on arrays, each op kind's values decoded in bulk and moved into the reader's columns (_Columns, _Ops),
+    which then build the tables as the handlers' pass does. Anything it does not read exactly as the handlers
+    do raises _Fallback."""
+
+    def __init__(self, records: bool, keep_ops: bool) -> None:
+        self.out = HistoryRead()
+        self.records = records
+        self.sends, self.polls, self.ops = _Columns(), _Columns(), _Ops(keep_ops)
+        self.pending: dict[int, tuple[_Event, int]] = {}  # process → its invoke, index default (line - 1)
+        self.kind_of = np.full(len(CLIENT_FS) * len(OP_TYPES), -1, dtype=np.int64)  # f * 4 + type → ops' code
+        self.abandoned: list[str] = []
+        self.ok_poll_times: list[int] = []
+        self.ignored = self.lines = self.last_time = 0
+
+    def read(self, blocks: Iterable[bytes]) -> HistoryRead:
+        for data in blocks:
+            if b"rebalance" in data:  # a poll's rebalance log: the handlers read it
+                raise _Fallback("rebalance log")
+            if not data.endswith(b"\n"):  # the last line, without its newline: whole, or cut
+                cut = data.rfind(b"\n") + 1
+                try:
+                    LOADS(data[cut:])
+                except ValueError:
+                    if not data[cut:].strip():
+                        raise _Fallback("blank last line") from None
+                    self.out.truncated = True
+                    data = data[:cut]
+            n = data.count(b"\n") + (not data.endswith(b"\n"))
+            if not data:
+                continue
+            events = _EVENTS.decode_lines(data)
+            if len(events) != n:  # blank lines, which decode_lines skips
+                raise _Fallback("blank lines")
+            self.block(events)
+            self.lines += n
+        return self.end()
+
+    def block(self, events: list[_Event]) -> None:
+        base = self.lines  # events[i] is on line base + i + 1
+        procs: list[Any] = [e.process for e in events]
+        try:  # Arrow, not numpy: numpy would read a process named "12" as the number
+            proc: npt.NDArray[np.int64] | None = pa.array(procs, pa.int64()).to_numpy()
+            side = []
+        except (pa.ArrowInvalid, pa.ArrowTypeError):  # side processes are named
+            proc = None
+            side = [i for i, p in enumerate(procs) if type(p) is str]
+        if side:
+            for i in side:
+                self.side(events[i], base + i)
+            keep = np.ones(len(events), dtype=bool)
+            keep[side] = False
+            at = np.flatnonzero(keep)
+            client = [events[i] for i in at.tolist()]
+            proc = np.fromiter([procs[i] for i in at.tolist()], dtype=np.int64, count=len(at))
+        else:
+            at, client = np.arange(len(events)), events
+        self.last_time = events[-1].time
+        if client and proc is not None:
+            self.clients(client, proc, at + base)
+        if self.records:
+            self.sends.spill(self.sends.sends_table)
+            self.polls.spill(self.polls.polls_table)
+        self.ops.spill()
+
+    def side(self, e: _Event, line0: int) -> None:
+        """A nemesis, operator, harness or other process's event."""
+        if e.process in FAULT_PROCESSES:
+            self.out.fault_events.append((line0 if e.index is msgspec.UNSET else e.index, e.time,
+                                          "info" if e.type is msgspec.UNSET else e.type, str(_unset(e.f)),
+                                          LOADS(bytes(e.value)), LOADS(bytes(e.error)), e.process))
+        elif e.process == HARNESS:
+            self.ignored += _harness(self.out, _unset(e.f), LOADS(bytes(e.value)), e.time)
+        else:
+            self.ignored += 1
+
+    def clients(self, client: list[_Event], procs: npt.NDArray[np.int64], line0: npt.NDArray[np.int64]) -> None:
+        """Client events, in history order, with their processes and `index` defaults (their line - 1)."""
+        carried = self.pending  # invokes pending from earlier blocks go first, as if on their own lines
+        c = len(carried)
+        evs = [e for e, _ in carried.values()] + client
+        n = len(evs)
+        proc = np.concatenate([np.fromiter(carried, dtype=np.int64, count=c), procs])
+        lines = np.concatenate([np.fromiter((i for _, i in carried.values()), dtype=np.int64, count=c), line0])
+        types: list[Any] = [e.type for e in evs]
+        typ = np.fromiter(map(_TYPE.__getitem__, types), dtype=np.int64, count=n)
+        fs: list[Any] = [e.f for e in evs]
+        fc = np.fromiter(map(_F.get, fs, repeat(-1)), dtype=np.int64, count=n)
+        times = np.fromiter([e.time for e in evs], dtype=np.int64, count=n)
+        idx_l: list[Any] = [e.index for e in evs]
+        unindexed = None
+        if msgspec.UNSET in idx_l:
+            unindexed = np.fromiter([i is msgspec.UNSET for i in idx_l], dtype=bool, count=n)
+            idx_l = [d if i is msgspec.UNSET else i for i, d in zip(idx_l, lines.tolist(), strict=True)]
+        idx = np.fromiter(idx_l, dtype=np.int64, count=n)
+        is_inv = typ == 0
+        done = np.flatnonzero(~is_inv)
+        if bool(np.any(fc[done] < 0)) or bool(np.any(fc == _TXN)):
+            raise _Fallback("an unknown f, or a txn")
+
+        # the pairing: each event's previous event of its process, an invoke or not
+        order = np.argsort(proc, kind="stable")
+        first = np.ones(n, dtype=bool)
+        first[1:] = proc[order[1:]] != proc[order[:-1]]
+        prev = np.full(n, -1, dtype=np.int64)
+        prev[order[1:]] = order[:-1]
+        prev[order[first]] = -1
+        inv_of = np.where((prev >= 0) & is_inv[np.maximum(prev, 0)], prev, -1)  # a completion's invoke
+        for j in np.flatnonzero(is_inv & (inv_of >= 0)).tolist():  # an invoke replaced by its process's next
+            self.abandoned.append(str(_unset(fs[inv_of[j]])))
+        last = order[np.r_[first[1:], True]]
+        kept: dict[int, int] = {}
+        inserted: list[tuple[int, int, int]] = []
+        for j in last[is_inv[last]].tolist():
+            s = j
+            while inv_of[s] >= 0:
+                s = int(inv_of[s])
+            if s < c:  # still pending since an earlier block: its place in the pending order stays
+                kept[int(proc[j])] = j
+            else:
+                inserted.append((s, int(proc[j]), j))
+        pending = {p: (evs[kept[p]], int(lines[kept[p]])) for p in carried if p in kept}
+        for _, p, j in sorted(inserted):
+            pending[p] = (evs[j], int(lines[j]))
+        self.pending = pending
+
+        # the completed ops
+        inv = inv_of[done]
+        has = inv >= 0
+        index = idx[done]
+        inv_index = np.where(has, idx[inv], index)
+        if unindexed is not None:  # as the handlers read it: an invoke's index defaults to its completion's line
+            inv_index = np.where(has & unindexed[inv], lines[done], inv_index)
+        t_done = times[done]
+        f_done, typ_done = fc[done], typ[done]
+        code = f_done * len(OP_TYPES) + typ_done
+        ops = self.ops
+        seen, at = np.unique(code, return_index=True)
+        for k in seen[np.argsort(at)].tolist():
+            if self.kind_of[k] < 0:
+                f, t = divmod(k, len(OP_TYPES))
+                self.kind_of[k] = ops.kinds.setdefault((CLIENT_FS[f], OP_TYPES[t]), len(ops.kinds))
+        ops.spill()
+        kind = self.kind_of[code].astype(np.int32)
+        if ops.keep:
+            ops.add(kind, pa.array(index), pa.array(t_done), pa.array(inv_index, mask=~has),
+                    pa.array(times[inv], mask=~has))
+        else:
+            ops.add(kind)
+        self.ignored += int(np.count_nonzero(f_done == _DEBUG))
+        for k in np.flatnonzero((f_done == _ASSIGN) | (f_done == _SUBSCRIBE)).tolist():
+            j, i = int(done[k]), int(inv[k])
+            _membership(self.out, CLIENT_FS[f_done[k]], OP_TYPES[typ[j]], int(proc[j]), int(index[k]),
+                        LOADS(bytes(evs[j].value)), LOADS(bytes(evs[i].value)) if i >= 0 else None)
+        if not self.records:
+            return
+        s = np.flatnonzero(f_done == _SEND)
+        if s.size:
+            sent: list[Any] = _SEND_VALUES.decode(_joined([evs[j].value for j in done[s].tolist()]))
+            s_inv = inv[s].tolist()
+            for k in [k for k, v in enumerate(sent) if not v]:  # values are known at invoke time
+                v = _SEND_VALUES.decode(_joined([evs[s_inv[k]].value]))[0] if s_inv[k] >= 0 else None
+                sent[k] = v or []
+            self.add_sends(sent, proc[done[s]], typ_done[s], inv_index[s],
+                           np.where(has[s], times[inv[s]], t_done[s]), t_done[s])
+        polls = (f_done == _POLL) & (typ_done == _TYPE["ok"])
+        failed = np.flatnonzero((f_done == _POLL) & ~polls)
+        if failed.size:
+            _NO_RECORDS.decode(_joined([evs[j].value for j in done[failed].tolist()]))
+        read = np.flatnonzero(polls)
+        if read.size:
+            polled: list[Any] = _POLL_VALUES.decode(_joined([evs[j].value for j in done[read].tolist()]))
+            self.add_polls(polled, proc[done[read]], index[read], t_done[read])
+
+    def add_sends(self, values: list[list[Any]], procs: npt.NDArray[np.int64], types: npt.NDArray[np.int64],
+                  ops: npt.NDArray[np.int64], invoked: npt.NDArray[np.int64],
+                  done: npt.NDArray[np.int64] | None) -> None:
+        """The send micro-ops of ops (each value a list of `["send", key, value or [offset, value]]`), as the
+        sends table's rows; `done` None: ops never completed."""
+        counts = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
+        mops = list(chain.from_iterable(values))
+        if not mops:
+            return
+        xs = list(map(itemgetter(2), mops))
+        shapes = set(map(type, xs))
+        if shapes == {tuple}:  # [offset, value]
+            offsets: list[Any] = list(map(itemgetter(0), xs))
+            vals: list[Any] = list(map(itemgetter(1), xs))
+        elif shapes == {int}:
+            offsets, vals = [None] * len(xs), xs
+        else:
+            offsets = [x[0] if x.__class__ is tuple else None for x in xs]
+            vals = [x[1] if x.__class__ is tuple else x for x in xs]
+        rows = len(xs)
+        cols = [
+            pa.array(vals, pa.int64()),  # from a list of ints, faster than numpy (and nulls, in offsets)
+            _strings(list(map(itemgetter(1), mops))),
+            pa.array(offsets, pa.int64()),
+            pa.array(np.repeat(procs, counts)),
+            pa.array(np.repeat(ops, counts)),
+            pa.DictionaryArray.from_arrays(pa.array(np.repeat(types, counts).astype(np.int32)),
+                                           pa.array(OP_TYPES)).cast(pa.string()),
+            pa.array(np.repeat(invoked, counts)),
+            pa.nulls(rows, pa.int64()) if done is None else pa.array(np.repeat(done, counts)),
+        ]
+        self.sends.chunks.append(pa.Table.from_arrays(cols, schema=SENDS_SCHEMA))
+
+    def add_polls(self, values: list[list[Any]], procs: npt.NDArray[np.int64], indexes: npt.NDArray[np.int64],
+                  times: npt.NDArray[np.int64]) -> None:
+        """The records of ok polls (each value a list of `["poll", {key: [[offset, value], ...]}]`), as the polls
+        table's rows, one group per key a micro-op returned records of."""
+        self.ok_poll_times.extend(times.tolist())
+        per_op = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
+        dicts: list[dict[str, list[tuple[int, int]]]] = list(map(itemgetter(1), chain.from_iterable(values)))
+        keys_per = np.fromiter(map(len, dicts), dtype=np.int64, count=len(dicts))
+        group_op = np.repeat(np.repeat(np.arange(len(values)), per_op), keys_per)
+        items = list(chain.from_iterable(map(dict.items, dicts)))
+        if not items:
+            return
+        pairs = list(map(itemgetter(1), items))
+        sizes = np.fromiter(map(len, pairs), dtype=np.int64, count=len(pairs))
+        keys: list[str] = list(map(itemgetter(0), items))
+        if not sizes.all():  # keys returned with no record: an empty read, unless the op read the key elsewhere
+            self.empty_reads(keys, sizes, group_op, procs, indexes)
+            kept = np.flatnonzero(sizes)
+            keys, sizes, group_op = [keys[k] for k in kept.tolist()], sizes[kept], group_op[kept]
+        flat = np.fromiter(chain.from_iterable(chain.from_iterable(pairs)), dtype=np.int64,
+                           count=2 * int(sizes.sum())).reshape(-1, 2)
+        rows = len(flat)
+        cols = [
+            pa.array(flat[:, 1]),
+            pa.DictionaryArray.from_arrays(pa.array(np.repeat(np.arange(len(keys), dtype=np.int32), sizes)),
+                                           _strings(keys)).cast(pa.string()),
+            pa.array(flat[:, 0]),
+            pa.array(np.repeat(procs[group_op], sizes)),
+            pa.array(np.repeat(indexes[group_op], sizes)),
+            pa.repeat(pa.scalar("ok", pa.string()), rows),
+            pa.array(np.repeat(times[group_op], sizes)),
+        ]
+        self.polls.chunks.append(pa.Table.from_arrays(cols, schema=POLLS_SCHEMA))
+
+    def empty_reads(self, keys: list[str], sizes: npt.NDArray[np.int64], group_op: npt.NDArray[np.int64],
+                    procs: npt.NDArray[np.int64], indexes: npt.NDArray[np.int64]) -> None:
+        """The keys ok polls returned with no record (and no record elsewhere in the op), in history order."""
+        records: dict[int, dict[str, int]] = {}  # op → key → records, keys in the order the op returned them
+        for op in np.unique(group_op[sizes == 0]).tolist():
+            records[op] = {}
+        for k, (op, n) in enumerate(zip(group_op.tolist(), sizes.tolist(), strict=True)):
+            if op in records:
+                records[op][keys[k]] = records[op].get(keys[k], 0) + n
+        self.out.empty_reads.extend((int(procs[op]), int(indexes[op]), k, "ok") for op, per_key in records.items()
+                                    for k, n in per_key.items() if not n)
+
+    def end(self) -> HistoryRead:
+        out, pending = self.out, self.pending
+        kinds_unfinished: dict[Any, int] = {}
+        for proc, (inv, _) in pending.items():  # invokes never completed: their outcome is unknown
+            f = _unset(inv.f)
+            kinds_unfinished[f] = kinds_unfinished.get(f, 0) + 1
+            v = LOADS(bytes(inv.value))
+            if f == "assign" and type(v) is dict and "isolation" in v:
+                out.isolation[proc] = str(v["isolation"])
+            if self.records and f == "send" and v:
+                self.add_sends([_SEND_VALUES.decode(_joined([inv.value]))[0] or []], np.array([proc]),
+                               np.array([_TYPE["info"]]), np.array([0 if inv.index is msgspec.UNSET else inv.index]),
+                               np.array([inv.time]), None)
+        out.end_time = max([self.last_time, *(inv.time for inv, _ in pending.values())])
+        out.ignored = self.ignored
+        out.events = self.lines
+        _finish(out, self.ops, self.sends if self.records else None, self.polls, kinds_unfinished,
+                [*self.abandoned, *(str(_unset(inv.f)) for inv, _ in pending.values())], self.ok_poll_times)
+        return out
+
+
+def read_typed(fh: BinaryIO, *, records: bool = True, ops: bool = True, block: int = CHUNK_BYTES) -> HistoryRead | None:
+    """HistoryReader(records=records, ops=ops).read over a whole file through the typed decoder, in blocks of about
+    `block` bytes; None (the file back where it was) when the history holds what only the handlers read: a txn, a
+    rebalance log, records of a failed poll or at an unknown offset, a blank or damaged line. What kafka-chaos and
+    Jepsen's Kafka workload write otherwise (sends, polls, assign / subscribe, faults, the harness's events) it
+    reads."""
+    start = fh.tell()
+    collecting = gc.isenabled()
+    gc.disable()  # millions of small acyclic objects: each collection would walk them all, for nothing
+    try:
+        return _TypedPass(records, ops).read(_chunks(fh, block))
+    except _FAST_MISSES:
+        fh.seek(start)
+        return None
+    finally:
+        if collecting:
+            gc.enable()
 
 
 class HistoryReader:
@@ -349,6 +773,15 @@ class HistoryReader:
     def read(self, lines: Iterable[bytes], *, source: str) -> HistoryRead:
         """One pass over the lines (each with its newline, except perhaps the last)."""
         return self._read(lines, source, LOADS if self.on_bad_line is None else _event)
+
+    def read_file(self, fh: BinaryIO, *, source: str) -> HistoryRead:
+        """`read` over a whole file: through the typed decoder (read_typed) when the history is of the shapes it
+        knows, else (and to say what is wrong with a damaged file) through the handlers. Same result."""
+        if self.sink is None and self.on_bad_line is None:
+            found = read_typed(fh, records=self.records, ops=self.ops)
+            if found is not None:
+                return found
+        return self.read(fh, source=source)
 
     def read_events(self, events: Iterable[dict[str, Any]], *, source: str = "history") -> HistoryRead:
         """The same pass over events already decoded (a history built in memory)."""
@@ -375,8 +808,7 @@ class HistoryReader:
         pending: dict[int, dict[str, Any]] = {}
         abandoned: list[str] = []
         kinds_unfinished: dict[Any, int] = {}  # f → invokes pending at the end
-        subscribers, isolation = out.subscribe_processes, out.isolation
-        fault_events, fetch_from, resets = out.fault_events, out.fetch_from, out.resets
+        fault_events = out.fault_events
         rebalanced, empty_reads = out.rebalanced, out.empty_reads
         extra_rows: list[tuple[Any, ...]] = []  # EXTRA_READS_SCHEMA rows
         extra_add = extra_rows.append
@@ -494,20 +926,7 @@ class HistoryReader:
 
         def on_membership(o: dict[str, Any], inv: dict[str, Any] | None, proc: int, typ: str, t: int, index: int,
                           inv_index: int) -> None:
-            """`assign` / `subscribe`: a subscribe-mode consumer, a reset of its positions, its isolation."""
-            f = o["f"]
-            if typ == "ok" and f == "subscribe":
-                subscribers.add(proc)
-            if typ == "ok" or typ == "info":
-                v = o.get("value")
-                if v is None and inv is not None:
-                    v = inv.get("value")
-                resets.append((proc, index, _names(v)))
-            if f == "assign":
-                for e in (inv, o):  # the invoke says the level; a completion may repeat it
-                    v = e.get("value") if e is not None else None
-                    if type(v) is dict and "isolation" in v:
-                        isolation[proc] = str(v["isolation"])
+            _membership(out, o["f"], typ, proc, index, o.get("value"), inv.get("value") if inv is not None else None)
 
         def on_debug(o: dict[str, Any], inv: dict[str, Any] | None, proc: int, typ: str, t: int, index: int,
                      inv_index: int) -> None:
@@ -534,7 +953,7 @@ class HistoryReader:
             f, v = inv.get("f"), inv.get("value")
             kinds_unfinished[f] = kinds_unfinished.get(f, 0) + 1
             if f == "assign" and type(v) is dict and "isolation" in v:
-                isolation[proc] = str(v["isolation"])
+                out.isolation[proc] = str(v["isolation"])
             if records and (f == "send" or f == "txn") and v:
                 add_sends(v, proc, "info", inv.get("index", 0), inv["time"], None)
             if sink is not None:
@@ -547,19 +966,7 @@ class HistoryReader:
 
         def on_harness(o: dict[str, Any], t: int) -> None:
             nonlocal ignored
-            f = o.get("f")
-            if f == DRAIN_COMPLETE:
-                out.drain_complete = o.get("value") is True
-            elif f == DRAIN_START:
-                out.drain_start = t
-            elif f == FETCH_FROM and isinstance(o.get("value"), dict):
-                fetch_from.append({**o["value"], "time": t})
-                ignored += 1  # kept for the report only: the checks do not read it
-            elif f == RUN_START:
-                v = o.get("value")
-                out.run_start = v if isinstance(v, dict) else {"value": v}
-            else:
-                ignored += 1
+            ignored += _harness(out, o.get("f"), o.get("value"), t)
 
         it = enumerate(lines, 1)
         while True:
@@ -639,29 +1046,12 @@ class HistoryReader:
         except _ERRORS as e:
             raise _damaged(source, lineno, e) from None
 
-        counts = ops.per_kind()
-        for f, n in kinds_unfinished.items():
-            counts[(f, "info")] = counts.get((f, "info"), 0) + n
-            counts[(f, "unfinished")] = n
-        op_counts = out.op_counts
-        for (f, typ), n in counts.items():
-            op_counts.setdefault(str(f), {"ok": 0, "fail": 0, "info": 0})[str(typ)] = n
         out.ignored = ignored
         out.unplaced_records = unplaced
         out.events = lineno - blank - len(out.bad_lines) - (1 if out.truncated else 0)
-        out.unfinished = dict(Counter([*abandoned, *(str(inv.get("f")) for inv in pending.values())]))
-        out.ok_poll_times = np.asarray(ok_poll_times, dtype=np.int64)
-        out.ops = ops.table()
-        if records:
-            sends_table = sends.table(sends.sends_table)
-            op_col = sends_table.column("op_index").to_numpy()
-            if len(op_col) > 1 and bool(np.any(op_col[1:] < op_col[:-1])):  # ops complete out of invoke order
-                sends_table = sends_table.take(pa.array(np.argsort(op_col, kind="stable")))
-            out.sends = sends_table
-            out.polls = polls.table(polls.polls_table)
-            if extra_rows:
-                out.extra_reads = pa.Table.from_pylist(
-                    [dict(zip(EXTRA_READS_SCHEMA.names, r, strict=True)) for r in extra_rows],
-                    schema=EXTRA_READS_SCHEMA,
-                )
+        _finish(out, ops, sends if records else None, polls, kinds_unfinished,
+                [*abandoned, *(str(inv.get("f")) for inv in pending.values())], ok_poll_times)
+        if extra_rows:
+            out.extra_reads = pa.Table.from_pylist(
+                [dict(zip(EXTRA_READS_SCHEMA.names, r, strict=True)) for r in extra_rows], schema=EXTRA_READS_SCHEMA)
         return out

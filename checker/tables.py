@@ -163,7 +163,7 @@ def history_to_tables(path: Path | str) -> HistoryTables:
         path = path / HISTORY_FILE
     try:
         with path.open("rb", buffering=1 << 20) as fh:
-            return parse_lines(fh, source=str(path))
+            return tables_of(HistoryReader().read_file(fh, source=str(path)))
     except FileNotFoundError:
         raise HistoryError(
             f"no history at {path}: pass a run directory (results/<run>/) that holds {HISTORY_FILE}, "
@@ -175,7 +175,7 @@ def history_to_tables(path: Path | str) -> HistoryTables:
 
 def parse_history(data: bytes, *, source: str = HISTORY_FILE) -> HistoryTables:
     """`history_to_tables` on the bytes of a history file."""
-    return parse_lines(io.BytesIO(data), source=source)
+    return tables_of(HistoryReader().read_file(io.BytesIO(data), source=source))
 
 
 def parse_lines(lines: Iterable[bytes], *, source: str) -> HistoryTables:

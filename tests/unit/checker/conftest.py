@@ -4,7 +4,8 @@ straight transcription of Jepsen's analysis (jepsen_reference) must agree on eve
 history.jsonl (report_agreement.assert_scans_agree), and Spark's per-partition analysis must find what the
 checker finds (spark_agreement.assert_spark_agrees), and the tables a run stores as it writes the history must
 be what parsing it gives (stored_agreement.assert_stored_agrees). Histories the reader refuses (cut or malformed on
-purpose) are skipped."""
+purpose) are skipped, except by the reader's typed decoder, which must read every history, refused or not, as its
+handlers do (typed_agreement.assert_typed_agrees)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from reference_agreement import assert_agree
 from report_agreement import assert_scans_agree
 from spark_agreement import assert_spark_agrees
 from stored_agreement import assert_stored_agrees
+from typed_agreement import assert_typed_agrees
 
 from kafka_chaos.checker.tables import parse_history
 from kafka_chaos.errors import HistoryError
@@ -34,6 +36,7 @@ def jepsen_agrees_on_every_history(monkeypatch: pytest.MonkeyPatch) -> Iterator[
     monkeypatch.setattr(checker_histories.History, "text", recorded)
     yield
     for t in dict.fromkeys(texts):
+        assert_typed_agrees(t)
         try:
             parse_history(t.encode())
         except HistoryError:
