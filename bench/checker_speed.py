@@ -337,9 +337,7 @@ def run_one_txn(path: Path) -> dict[str, float]:
     t_read = time.perf_counter() - t0
     found = find_cycles(h)
     total_s, cpu_s = time.perf_counter() - t0, time.process_time() - c0
-    sends = sum(1 for t in h.txns for m in t.mops if m[0] == "send")
-    polled = sum(sum(len(v) for v in m[1].values()) for t in h.txns for m in t.mops if m[0] == "poll")
-    return {"txns": len(h.txns), "micro_ops": sends + polled, "read_s": t_read,
+    return {"txns": len(h), "micro_ops": h.micro_ops, "read_s": t_read,
             "total_s": total_s, "cpu_s": cpu_s,
             "cycles": len(found.G0) + len(found.G1c),
             "peak_rss_mb": peak_rss_kb() / 1024}
