@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import gc
 import itertools
+from array import array
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     from scipy.sparse import csr_matrix
 
 I64 = npt.NDArray[np.int64]
+I32 = npt.NDArray[np.int32]
 READ_COMMITTED = "read_committed"
 DEFAULT_ISOLATION = READ_COMMITTED
 """librdkafka's default isolation.level: readers that did not say (e.g. the final drain) read committed."""
@@ -183,55 +185,55 @@ def read_txn_history(path: Path) -> TxnHistory:
 
 def _transactions(read: Callable[[HistoryReader], HistoryRead]) -> TxnHistory:
     """Every send, poll and txn op as a transaction, from the reader's pairs (an invoke never completed is an
-    `info` transaction with its invoke's micro-ops), straight into flat columns; the readers' isolation levels
-    from its `assign` handler."""
-    inv: list[int] = []
-    proc: list[int] = []
-    fs: list[int] = []
-    types: list[int] = []
-    itime: list[int] = []
-    ctime: list[int] = []
-    nmops: list[int] = []
-    w_txn: list[int] = []
-    w_mop: list[int] = []
-    w_key: list[int] = []
-    w_val: list[int] = []
-    w_off: list[int] = []
-    r_txn: list[int] = []
-    r_mop: list[int] = []
-    r_key: list[int] = []
-    r_val: list[int] = []
-    r_off: list[int] = []
+    `info` transaction with its invoke's micro-ops), straight into flat int64 arrays (8 bytes a value, no
+    Python object kept per op or micro-op); the readers' isolation levels from its `assign` handler."""
+    op_cols = [array("q") for _ in range(7)]  # invoke, process, f, type, invoke time, completion time, mops
+    w_cols = [array("q") for _ in range(5)]  # op, micro-op, key, value, offset
+    r_cols = [array("q") for _ in range(5)]
+    inv, proc, fs, types, itime, ctime, nmops = (c.append for c in op_cols)
+    w_txn, w_mop, w_key, w_val, w_off = (c.append for c in w_cols)
+    r_txn, r_mop, r_key, r_val, r_off = (c.append for c in r_cols)
     key_code: dict[str, int] = {}
-    f_code, type_code = _F_CODE.get, _TYPE_CODE.get
+    f_code, type_code, code_of = _F_CODE.get, _TYPE_CODE.get, key_code.get
+    count = [0]
+
+    def key(k: str) -> int:
+        c = code_of(k)
+        if c is None:
+            c = key_code[k] = len(key_code)
+        return c
 
     def pair(invoke: dict[str, Any] | None, completion: dict[str, Any] | None) -> None:
-        # the hot loop: plain appends to lists, no object per op
+        # the hot loop: appends to typed arrays, no object per op
         if invoke is None:
             return  # a completion without its invoke: no transaction to speak of
         fc = f_code(invoke.get("f"))  # type: ignore[arg-type]
         if fc is None:
             return
-        ti = len(inv)
-        mops = invoke.get("value") or []
+        ti = count[0]
+        count[0] = ti + 1
+        mops = invoke.get("value") or ()
         if completion is None:
-            types.append(INFO_T)
-            ctime.append(-1)
+            types(INFO_T)
+            ctime(-1)
         else:
-            types.append(type_code(completion["type"], INFO_T))
-            ctime.append(int(completion["time"]))
+            types(type_code(completion["type"], INFO_T))
+            ctime(int(completion["time"]))
             value = completion.get("value")
             if type(value) is list and len(value) == len(mops):
                 mops = value
-        inv.append(int(invoke["index"]))
-        proc.append(invoke["process"])
-        fs.append(fc)
-        itime.append(int(invoke["time"]))
-        nmops.append(len(mops))
-        for i, m in enumerate(mops):
+        inv(int(invoke["index"]))
+        proc(invoke["process"])
+        fs(fc)
+        itime(int(invoke["time"]))
+        nmops(len(mops))
+        i = -1
+        for m in mops:
+            i += 1
             if type(m) is not list or not m:
                 continue
-            if m[0] == "send" and len(m) == 3:
+            what = m[0]
+            if what == "send" and len(m) == 3:
                 v = m[2]
                 if type(v) is list:
                     o, v = v
@@ -241,39 +243,40 @@ def _transactions(read: Callable[[HistoryReader], HistoryRead]) -> TxnHistory:
                     o = NO_OFFSET
                 if type(v) is not int:
                     continue
-                w_txn.append(ti)
-                w_mop.append(i)
-                w_key.append(key_code.setdefault(m[1], len(key_code)))
-                w_val.append(v)
-                w_off.append(o)
-            elif m[0] == "poll" and len(m) == 2 and type(m[1]) is dict:
-                for key, records in m[1].items():
-                    k = key_code.setdefault(key, len(key_code))
+                w_txn(ti)
+                w_mop(i)
+                w_key(key(m[1]))
+                w_val(v)
+                w_off(o)
+            elif what == "poll" and len(m) == 2 and type(m[1]) is dict:
+                for k, records in m[1].items():
+                    kc = key(k)
                     for offset, value in records:
                         if type(value) is not int:
                             continue
-                        r_txn.append(ti)
-                        r_mop.append(i)
-                        r_key.append(k)
-                        r_val.append(value)
-                        r_off.append(offset if type(offset) is int else NO_OFFSET)
+                        r_txn(ti)
+                        r_mop(i)
+                        r_key(kc)
+                        r_val(value)
+                        r_off(offset if type(offset) is int else NO_OFFSET)
 
     with _gc_paused():
         found = read(HistoryReader(records=False, ops=False, sink=pair))
+    invoke, process, f, typ, itimes, ctimes, n_mops = (np.frombuffer(c, dtype=np.int64) for c in op_cols)
     # the pairs arrive in completion order: ops, then their micro-ops, into invoke order (a stable sort keeps
     # each op's micro-ops in their order, so which send or read comes first is as the history has it)
-    invoke = _a(inv)
     order = np.argsort(invoke, kind="stable")
     rank = np.empty(len(order), dtype=np.int64)
     rank[order] = np.arange(len(order))
-    wt, rt = rank[_a(w_txn)], rank[_a(r_txn)]
+    wt, wm, wk, wv, wo_ = (np.frombuffer(c, dtype=np.int64) for c in w_cols)
+    rt, rm, rk, rv, ro_ = (np.frombuffer(c, dtype=np.int64) for c in r_cols)
+    wt, rt = rank[wt], rank[rt]
     wo, ro = np.argsort(wt, kind="stable"), np.argsort(rt, kind="stable")
     return TxnHistory(
-        isolation=found.isolation, keys=list(key_code), invoke=invoke[order], process=_a(proc)[order],
-        f=_a(fs)[order], type=_a(types)[order], invoke_time=_a(itime)[order], complete_time=_a(ctime)[order],
-        n_mops=_a(nmops)[order], w_txn=wt[wo], w_mop=_a(w_mop)[wo], w_key=_a(w_key)[wo], w_val=_a(w_val)[wo],
-        w_off=_a(w_off)[wo], r_txn=rt[ro], r_mop=_a(r_mop)[ro], r_key=_a(r_key)[ro], r_val=_a(r_val)[ro],
-        r_off=_a(r_off)[ro])
+        isolation=found.isolation, keys=list(key_code), invoke=invoke[order], process=process[order],
+        f=f[order], type=typ[order], invoke_time=itimes[order], complete_time=ctimes[order],
+        n_mops=n_mops[order], w_txn=wt[wo], w_mop=wm[wo], w_key=wk[wo], w_val=wv[wo], w_off=wo_[wo],
+        r_txn=rt[ro], r_mop=rm[ro], r_key=rk[ro], r_val=rv[ro], r_off=ro_[ro])
 
 
 def _codes(columns: list[Any], names: dict[str, int]) -> list[I64]:
@@ -375,9 +378,9 @@ class _Graph:
     """Edges as arrays; `ref` points into the ww rows (`ww_a`, `ww_b`: version rows) or the wr rows (`wr_w`:
     writer row, `wr_r`: read row); attributes are built only for edges of reported cycles (`attrs`)."""
 
-    src: I64
-    dst: I64
-    kind: I64
+    src: I32
+    dst: I32
+    kind: npt.NDArray[np.int8]
     ref: I64
     keys: list[str]
     v_key: I64
@@ -515,10 +518,11 @@ def build_graph(h: TxnHistory) -> tuple[_Graph, int]:
     into = np.flatnonzero(node & (before >= 0)) if nd else np.zeros(0, np.int64)
     rt_src = np.concatenate([done, chain[:-1], n + before[into]])
     rt_dst = np.concatenate([chain, chain[1:], into])
-    src = np.concatenate([ww_src, rwt[wr_rows], p_src, rt_src]).astype(np.int64)
-    dst = np.concatenate([ww_dst, rt_[wr_rows], p_dst, rt_dst]).astype(np.int64)
-    kind = np.concatenate([np.full(len(ww_src), WW), np.full(len(wr_rows), WR), np.full(len(p_src), PROCESS),
-                           np.full(len(rt_src), REALTIME)]).astype(np.int64)
+    # nodes as int32 (scipy's index type) and kinds as int8: the edges are most of the search's memory
+    src = np.concatenate([ww_src, rwt[wr_rows], p_src, rt_src]).astype(np.int32)
+    dst = np.concatenate([ww_dst, rt_[wr_rows], p_dst, rt_dst]).astype(np.int32)
+    kind = np.concatenate([np.full(len(ww_src), WW, np.int8), np.full(len(wr_rows), WR, np.int8),
+                           np.full(len(p_src), PROCESS, np.int8), np.full(len(rt_src), REALTIME, np.int8)])
     ref = np.concatenate([ww_rows, wr_rows, np.zeros(len(p_src) + len(rt_src), dtype=np.int64)]).astype(np.int64)
     g = _Graph(src, dst, kind, ref, h.keys, vk, vo, vv, vmop, rk, ro_all, rv, rm, rrc, w_mop_of_read, again)
     return g, n
@@ -592,6 +596,22 @@ class CycleFindings:
     unexplained: int = 0
 
 
+def _csr(src: I32, dst: I32, total: int) -> csr_matrix:
+    """The adjacency matrix of edges src → dst, built straight into CSR (each row's columns sorted and distinct,
+    as scipy's COO conversion leaves them, so searches visit neighbours in the same order) without COO's copies."""
+    from scipy.sparse import csr_matrix
+
+    order = np.lexsort((dst, src))
+    s, d = src[order], dst[order]
+    del order
+    if len(s):
+        distinct = np.r_[True, (s[1:] != s[:-1]) | (d[1:] != d[:-1])]
+        s, d = s[distinct], d[distinct]
+    indptr = np.zeros(total + 1, dtype=np.int32)
+    np.cumsum(np.bincount(s, minlength=total), out=indptr[1:])
+    return csr_matrix((np.ones(len(d)), d.astype(np.int32), indptr), shape=(total, total))
+
+
 def find_cycles(h: TxnHistory) -> CycleFindings:
     """G0 / G1c instances (with their -process / -realtime variants), one cycle per component and layer."""
     with _gc_paused():
@@ -599,7 +619,6 @@ def find_cycles(h: TxnHistory) -> CycleFindings:
     found = CycleFindings([], [])
     if not len(g.src):
         return found
-    from scipy.sparse import csr_matrix  # here: a check of a history without transactions does not need scipy
     from scipy.sparse.csgraph import connected_components
 
     total = max(n, int(g.src.max()) + 1, int(g.dst.max()) + 1)
@@ -608,7 +627,7 @@ def find_cycles(h: TxnHistory) -> CycleFindings:
     explained: set[tuple[str, tuple[int, ...]]] = set()
     for sel, through in layers:
         ids = np.flatnonzero(sel)
-        m = csr_matrix((np.ones(len(ids)), (g.src[ids], g.dst[ids])), shape=(total, total))
+        m = _csr(g.src[ids], g.dst[ids], total)
         ncomp, labels = connected_components(m, directed=True, connection="strong")
         sizes = np.bincount(labels, minlength=ncomp)
         inside = sel & (labels[g.src] == labels[g.dst]) & (sizes[labels[g.src]] > 1)
@@ -616,7 +635,7 @@ def find_cycles(h: TxnHistory) -> CycleFindings:
         if not len(cand):
             continue
         inner_ids = np.flatnonzero(inside)
-        inner = csr_matrix((np.ones(len(inner_ids)), (g.src[inner_ids], g.dst[inner_ids])), shape=(total, total))
+        inner = _csr(g.src[inner_ids], g.dst[inner_ids], total)
         lookup: dict[tuple[int, int], int] = {}  # per hop, the first edge by kind: ww, wr, process, realtime
         for e in inner_ids[np.argsort(g.kind[inner_ids], kind="stable")].tolist():
             lookup.setdefault((int(g.src[e]), int(g.dst[e])), e)
