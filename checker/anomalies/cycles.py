@@ -381,7 +381,7 @@ class _Graph:
     src: I32
     dst: I32
     kind: npt.NDArray[np.int8]
-    ref: I64
+    ref: I32
     keys: list[str]
     v_key: I64
     v_off: I64
@@ -479,6 +479,7 @@ def build_graph(h: TxnHistory) -> tuple[_Graph, int]:
     keep = np.ones(len(vk), dtype=bool)
     keep[1:] = (vk[1:] != vk[:-1]) | (vo[1:] != vo[:-1])
     vk, vo, vv = vk[keep], vo[keep], vv[keep]
+    del order, keep, r_placed, has_off, wo  # each step's temporaries go as it ends: they are the peak's bulk
     vw = writer_row(vk, vv)
     vtx = np.where(vw >= 0, wt[np.maximum(vw, 0)] if len(wt) else -1, -1)
     live = (vtx >= 0) & node[np.maximum(vtx, 0)] if n else np.zeros(len(vtx), dtype=bool)
@@ -489,6 +490,7 @@ def build_graph(h: TxnHistory) -> tuple[_Graph, int]:
     by_kv = np.lexsort((vo, vkv))
     again = np.zeros(len(vkv), dtype=bool)
     again[by_kv[1:]] = vkv[by_kv[1:]] == vkv[by_kv[:-1]]
+    del vkv, by_kv, vw, live
     # ww: consecutive versions of a key written by different transactions
     ww_rows = np.flatnonzero((vk[1:] == vk[:-1]) & (vtx[1:] != vtx[:-1])) if len(vk) else np.zeros(0, np.int64)
     ww_src, ww_dst = vtx[ww_rows], vtx[ww_rows + 1]
@@ -501,6 +503,7 @@ def build_graph(h: TxnHistory) -> tuple[_Graph, int]:
     wr_rows = np.flatnonzero(ok_read)
     wr_rows = wr_rows[_first_edge_per_pair(rwt[wr_rows], rt_[wr_rows], max(n, 1))] if len(wr_rows) else wr_rows
     w_mop_of_read = np.where(rw >= 0, wm[np.maximum(rw, 0)] if len(wm) else -1, -1)
+    del rw, ok_read, wkv
     # process order: consecutive transactions of one process (only a completed one orders the next)
     procs = h.process
     nodes_idx = np.flatnonzero(node)
@@ -508,6 +511,7 @@ def build_graph(h: TxnHistory) -> tuple[_Graph, int]:
     same = procs[by_proc[1:]] == procs[by_proc[:-1]] if len(by_proc) else np.zeros(0, dtype=bool)
     pr = np.flatnonzero(same & ok[by_proc[:-1]]) if len(by_proc) else np.zeros(0, np.int64)
     p_src, p_dst = by_proc[pr], by_proc[pr + 1]
+    del nodes_idx, by_proc, same, pr
     # realtime: ok transaction → its completion node; the completion chain; last completion before invoke → txn
     ctime, itime = h.complete_time, h.invoke_time
     done = np.flatnonzero(node & ok)
@@ -518,12 +522,17 @@ def build_graph(h: TxnHistory) -> tuple[_Graph, int]:
     into = np.flatnonzero(node & (before >= 0)) if nd else np.zeros(0, np.int64)
     rt_src = np.concatenate([done, chain[:-1], n + before[into]])
     rt_dst = np.concatenate([chain, chain[1:], into])
+    del done, chain, before, into
     # nodes as int32 (scipy's index type) and kinds as int8: the edges are most of the search's memory
-    src = np.concatenate([ww_src, rwt[wr_rows], p_src, rt_src]).astype(np.int32)
-    dst = np.concatenate([ww_dst, rt_[wr_rows], p_dst, rt_dst]).astype(np.int32)
-    kind = np.concatenate([np.full(len(ww_src), WW, np.int8), np.full(len(wr_rows), WR, np.int8),
-                           np.full(len(p_src), PROCESS, np.int8), np.full(len(rt_src), REALTIME, np.int8)])
-    ref = np.concatenate([ww_rows, wr_rows, np.zeros(len(p_src) + len(rt_src), dtype=np.int64)]).astype(np.int64)
+    src = np.concatenate([ww_src, rwt[wr_rows], p_src, rt_src], dtype=np.int32, casting="unsafe")
+    del rwt, ww_src, p_src, rt_src
+    dst = np.concatenate([ww_dst, rt_[wr_rows], p_dst, rt_dst], dtype=np.int32, casting="unsafe")
+    kind = np.repeat(np.array([WW, WR, PROCESS, REALTIME], dtype=np.int8),
+                     [len(ww_dst), len(wr_rows), len(p_dst), len(rt_dst)])
+    del ww_dst, p_dst, rt_dst
+    ref = np.zeros(len(src), dtype=np.int32)
+    ref[:len(ww_rows)] = ww_rows
+    ref[len(ww_rows):len(ww_rows) + len(wr_rows)] = wr_rows
     g = _Graph(src, dst, kind, ref, h.keys, vk, vo, vv, vmop, rk, ro_all, rv, rm, rrc, w_mop_of_read, again)
     return g, n
 
@@ -626,8 +635,12 @@ def find_cycles(h: TxnHistory) -> CycleFindings:
               (np.ones(len(g.kind), dtype=bool), [PROCESS, REALTIME])]
     explained: set[tuple[str, tuple[int, ...]]] = set()
     for sel, through in layers:
-        ids = np.flatnonzero(sel)
-        m = _csr(g.src[ids], g.dst[ids], total)
+        if sel.all():  # the last layer: every edge, without copies of them
+            m = _csr(g.src, g.dst, total)
+        else:
+            ids = np.flatnonzero(sel)
+            m = _csr(g.src[ids], g.dst[ids], total)
+            del ids
         ncomp, labels = connected_components(m, directed=True, connection="strong")
         sizes = np.bincount(labels, minlength=ncomp)
         inside = sel & (labels[g.src] == labels[g.dst]) & (sizes[labels[g.src]] > 1)
