@@ -1,11 +1,15 @@
 """Elle-style dependency cycles among transactions: `G0` and `G1c` (docs/architecture.md §3-§4).
 
 Jepsen's definitions (jepsen.tests.kafka, Elle): every client op that may have happened (`ok`, or `info` —
-unknown) is a transaction; a plain send or poll is a transaction of one micro-op. From all reads and every
-ok send with a known offset comes the version order of each key (its log: offset → value). Edges:
+unknown) is a transaction, `txn` or not: a plain send or poll is a transaction of its micro-ops, so two
+multi-send ops can form a G0 and a poll that read a value sent only after it completed a G1c-realtime. From all
+reads and every ok send with a known offset comes the version order of each key (its log: offset → value).
+A value's writer is the last op that sent it to that key (Jepsen's `writer-of`). Edges:
 
 - `ww`  T1 → T2: T1's value sits right before T2's in a key's version order (values of certainly-failed
-  transactions are skipped: they are not versions of anything a committed transaction depends on);
+  transactions are skipped: they are not versions of anything a committed transaction depends on); a value
+  appended twice (a retried send) is in the order at both offsets, as in Jepsen, and an edge at its later
+  copy has the point REAPPEND;
 - `wr`  T1 → T2: T2 read a value T1 wrote;
 - `process` T1 → T2: the same process ran T1, completed, then ran T2;
 - `realtime` T1 → T2: T1 completed before T2 was invoked. Encoded without the quadratic edge set through a
@@ -15,6 +19,10 @@ ok send with a known offset comes the version order of each key (its log: offset
 Cycles are found as strongly connected components (scipy's vectorized SCC), one explained cycle per component
 and layer, as Elle does: `G0` in the ww graph, `G1c` in ww+wr (a cycle through a wr edge), and their
 `-process` / `-realtime` variants in the graph with those orders added (a cycle through such an edge).
+
+The ops are columns (TxnHistory), from a pairing pass of the history reader, or, for a history without `txn`
+ops, from its tables (`txn_history_from_tables`: no second pass over the file); the edges are built from them
+with numpy, no Python object per op.
 
 Each instance: `key` (of its first data edge), `variant` (Elle's name), `ops` (the transactions' history
 indexes of their invokes, in cycle order), `processes`, `edges` (`from`, `to`, `kind`, and per kind `key`,
