@@ -522,6 +522,10 @@ def build_graph(h: TxnHistory) -> tuple[_Graph, int]:
     del nodes_idx, by_proc, same, pr
     # realtime: ok transaction → its completion node; the completion chain; last completion before invoke → txn
     ctime, itime = h.complete_time, h.invoke_time
+    if not _may_cycle(itime, ctime[ok & node] - itime[ok & node], (ww_src, ww_dst), (rwt[wr_rows], rt_[wr_rows]),
+                      (p_src, p_dst)):
+        return _Graph(*(np.zeros(0, np.int32),) * 2, np.zeros(0, np.int8), np.zeros(0, np.int32), h.keys, vk, vo,
+                      vv, vmop, rk, ro_all, rv, rm, rrc, w_mop_of_read, again), n
     done = np.flatnonzero(node & ok)
     done = done[np.argsort(ctime[done], kind="stable")]
     nd = len(done)
@@ -543,6 +547,18 @@ def build_graph(h: TxnHistory) -> tuple[_Graph, int]:
     ref[len(ww_rows):len(ww_rows) + len(wr_rows)] = wr_rows
     g = _Graph(src, dst, kind, ref, h.keys, vk, vo, vv, vmop, rk, ro_all, rv, rm, rrc, w_mop_of_read, again)
     return g, n
+
+
+def _may_cycle(itime: I64, durations: I64, *edges: tuple[I64, I64]) -> bool:
+    """Whether the graph can hold a cycle at all, in O(edges) without the search: place each transaction at its
+    invoke time and each completion node at its completion time. Real-time edges (into the completion chain, along
+    it, and out of it to a later invoke) never go back in time, and the chain alone is a path; so a cycle needs
+    an edge that does not go forward: a data or process edge to a transaction invoked no later than its source,
+    or an op that completed no later than it was invoked. A clean history has none (offsets and reads follow
+    invoke order), and is then done without building the real-time edges or the search."""
+    if bool(np.any(durations <= 0)):
+        return True
+    return any(len(a) and bool(np.any(itime[b] <= itime[a])) for a, b in edges)
 
 
 def _cycle(g: _Graph, inner: csr_matrix, lookup: dict[tuple[int, int], int], first: int) -> list[int] | None:
