@@ -10,17 +10,27 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import pyarrow.parquet as pq
+
 from kafka_chaos.checker.analysis import analyse
-from kafka_chaos.checker.anomalies.cycles import TxnHistory, read_txn_history
+from kafka_chaos.checker.anomalies.cycles import TxnHistory, read_txn_history, txn_history_from_tables
 from kafka_chaos.checker.availability import availability, expect_violations
 from kafka_chaos.checker.cluster_events import read_events, registration_events, write_events
 from kafka_chaos.checker.health import health_summary
 from kafka_chaos.checker.results import RunResults
+from kafka_chaos.checker.schema import OPS_SCHEMA
 from kafka_chaos.checker.stored_tables import read_stored_tables, write_stored_tables
-from kafka_chaos.checker.tables import HistoryMeta, history_to_tables, read_state_samples
+from kafka_chaos.checker.tables import HistoryTables, history_to_tables, read_state_samples
 from kafka_chaos.errors import HistoryError
 from kafka_chaos.faults.windows import faults_from_history
-from kafka_chaos.rundir import HISTORY_FILE, POLLS_ARROW_FILE, RESULTS_FILE, SENDS_ARROW_FILE, TABLES_FILE
+from kafka_chaos.rundir import (
+    HISTORY_FILE,
+    OPS_FILE,
+    POLLS_ARROW_FILE,
+    RESULTS_FILE,
+    SENDS_ARROW_FILE,
+    TABLES_FILE,
+)
 
 if TYPE_CHECKING:
     from kafka_chaos.harness.testmap import Checker
@@ -68,7 +78,7 @@ def check_run(run_dir: Path, *, write: bool = True, config: Any = None,
             ok_poll_times=meta.ok_poll_times,
             state_samples=samples,
             drain_start=meta.drain_start,
-            txns=_transactions(history, meta),
+            txns=_transactions(history, run_dir, tables),
             extras=tables.extras,
         )
         windows = measured.result()
@@ -159,13 +169,19 @@ def _looks_stored(run_dir: Path) -> bool:
         return False
 
 
-def _transactions(history: Path, meta: HistoryMeta) -> TxnHistory:
-    """The history's transactions for the cycle search. Only a history with `txn` ops is read a second time
-    (the cycle graph needs every op as a transaction); for the others the first pass already has all that the
-    read checks use (each reader's isolation level), so the file is parsed once."""
-    if meta.has_transactions:
-        return read_txn_history(history)
-    return TxnHistory(txns=[], isolation=dict(meta.isolation))
+def _transactions(history: Path, run_dir: Path, tables: HistoryTables) -> TxnHistory:
+    """Every client op as a transaction for the cycle search. Without `txn` ops the tables hold all it needs
+    (the ops table names each poll's invoke), so the file is not parsed again; a `txn` op's sends and polls are
+    linked only in the history, which is then read a second time, as is a history whose ops table is missing."""
+    meta = tables.meta
+    if not meta.has_transactions:
+        ops = meta.ops
+        if not ops.num_rows and run_dir.is_dir() and (run_dir / OPS_FILE).is_file():
+            ops = pq.read_table(run_dir / OPS_FILE, schema=OPS_SCHEMA)  # stored tables leave it on disk
+        found = txn_history_from_tables(tables.sends, tables.polls, tables.extras.reads, ops, meta.isolation)
+        if found is not None:
+            return found
+    return read_txn_history(history)
 
 
 class JepsenChecker:

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from kafka_chaos.checker.anomalies.cycles import Txn, TxnHistory, find_cycles
+from kafka_chaos.checker.anomalies.cycles import OK_T, TXN, Txn, TxnHistory, find_cycles
 from kafka_chaos.checker.context import BOOL, FAIL, I64, OK, Context, last_writer, segment_starts
 
 
@@ -110,18 +110,16 @@ def _isin_times(x: I64, times: I64) -> BOOL:
     return found
 
 
-NO_TRANSACTIONS = "no transactions in this history"
 NO_HISTORY = ("needs the history's transactions (checker.check reads them); the tables alone do not link a "
               "transaction's sends to its polls")
 
 
 def cycle_cases(txns: TxnHistory | None) -> tuple[dict[str, list[dict[str, Any]]], dict[str, str]]:
-    """`G0` and `G1c` (checker.anomalies.cycles), and the checks that could not run with the reason: without a
-    transactional op in the history there is nothing to check, which is not the same as zero instances."""
+    """`G0` and `G1c` (checker.anomalies.cycles) over every client op, as Jepsen builds its graph from all send,
+    poll and txn ops: plain multi-send ops form cycles too, and so does a poll that read what was sent only
+    after it completed. Without the history's ops the checks could not run: the reason, not zero instances."""
     if txns is None:
         return {"G0": [], "G1c": []}, {"G0": NO_HISTORY, "G1c": NO_HISTORY}
-    if not txns.has_transactions:
-        return {"G0": [], "G1c": []}, {"G0": NO_TRANSACTIONS, "G1c": NO_TRANSACTIONS}
     found = find_cycles(txns)
     return {"G0": found.G0, "G1c": found.G1c}, {}
 
@@ -130,10 +128,10 @@ def with_isolation(instances: list[dict[str, Any]], txns: TxnHistory | None) -> 
     """Name the reader's isolation level on each read instance (`process` is the reader): what the reader was
     promised decides the verdict (reference_model.verdicts); `writer_txn`: the value's writer was a transaction."""
     if txns is not None:
-        f_of = {t.invoke: t.f for t in txns.txns}
+        txn_invokes = txns.txn_invokes()
         for inst in instances:
             inst["isolation"] = txns.isolation_of(int(inst["process"]))
-            inst["writer_txn"] = f_of.get(int(inst["ops"][0])) == "txn"
+            inst["writer_txn"] = int(inst["ops"][0]) in txn_invokes
     return instances
 
 
@@ -147,24 +145,19 @@ def with_uncommitted_skips(instances: list[dict[str, Any]], txns: TxnHistory | N
     moves on whatever it returns, committed or not, and aborting the transaction does not move it back (only
     the offsets sent with the transaction are atomic with it, KIP-98/KIP-447); re-reading is the
     application's job. The verdict (reference_model.verdicts) says so; Jepsen's `poll-skip` counts it."""
-    if txns is None or not txns.has_transactions:
+    if txns is None or not instances or not txns.has_transactions:
         return instances
-    outcome: dict[int, tuple[str, str]] = {}
+    # the last op (in invoke order) that sent each value: whether it is a txn that did not certainly commit
+    pending = (txns.f == TXN) & (txns.type != OK_T)
+    outcome: dict[int, bool] = dict(zip(txns.w_val.tolist(), pending[txns.w_txn].tolist(), strict=True))
     aborted_reads: dict[int, list[tuple[int, set[int]]]] = {}  # process → (completion time, values read)
-    for t in txns.txns:
-        read: set[int] = set()
-        for m in t.mops:
-            if isinstance(m, list) and len(m) == 3 and m[0] == "send":
-                v = m[2][1] if isinstance(m[2], list) else m[2]
-                outcome[int(v)] = (t.f, t.type)
-            elif isinstance(m, list) and len(m) == 2 and m[0] == "poll" and isinstance(m[1], dict):
-                read.update(int(r[1]) for rs in m[1].values() if isinstance(rs, list) for r in rs
-                            if isinstance(r, list) and len(r) == 2 and isinstance(r[1], int))
-        if t.f == "txn" and t.type in ("fail", "info") and read:
+    for t in txns.txn_ops():
+        read = {int(r[1]) for m in t.mops if m and m[0] == "poll" for rs in m[1].values() for r in rs}
+        if t.type in ("fail", "info") and read:
             aborted_reads.setdefault(t.process, []).append((t.complete_time, read))
 
     def uncommitted(v: Any) -> bool:
-        return outcome.get(int(v), ("", "ok")) in (("txn", "fail"), ("txn", "info"))
+        return outcome.get(int(v), False)
 
     for inst in instances:
         skipped = inst.get("skipped") or []
@@ -206,9 +199,7 @@ def with_reused_sequences(found: dict[str, list[dict[str, Any]]], txns: TxnHisto
     values = {int(v) for inst in shapes for v in inst.get("values") or []}
     by_process: dict[int, list[Txn]] = {}
     acked: dict[tuple[str, int, int], tuple[Txn, int]] = {}  # (key, offset, value) → committed op, its position
-    for t in txns.txns:
-        if t.f != "txn":
-            continue
+    for t in txns.txn_ops():
         ops = by_process.setdefault(t.process, [])
         ops.append(t)
         if t.type == "ok":

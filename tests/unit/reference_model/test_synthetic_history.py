@@ -77,6 +77,13 @@ def test_expected_anomalies_are_what_the_checker_finds(tmp_path, config, faults)
         found: dict[str, set[int]] = defaultdict(set)
         for name, instances in result["anomalies"].items():
             for inst in instances:
+                if name in ("G0", "G1c"):
+                    # the model predicts no cycle of its own: a write cycle here is a duplicate's second
+                    # append landing after another send (Jepsen's version order keeps both), permitted
+                    cycle_values = {v for e in inst["edges"] for v in e.get("values", [])}
+                    assert cycle_values & set(expected.get("duplicate", [])), (inst, seed)
+                    assert inst["verdict"] == "permitted", (inst, seed)
+                    continue
                 found[name] |= set(inst.get("values") or [inst["value"]])
         for name in set(found) | set(expected):
             assert sorted(found.get(name, ())) == expected.get(name, []), (name, seed)
