@@ -89,6 +89,7 @@ _ADAPTIVE = {
 }
 RESULT_FILE = RECONCILE_FILE
 
+_POLL_SKIPS = ("poll-skip", "nonmonotonic-poll")
 # Which columns of a findings row make up an instance of each anomaly (names as checker/ emits them).
 _FIELDS: dict[str, tuple[tuple[str, str], ...]] = {
     "lost-write": (("value", "value"), ("offset", "offset"), ("index", "index"),
@@ -99,22 +100,16 @@ _FIELDS: dict[str, tuple[tuple[str, str], ...]] = {
     "inconsistent-offsets": (("offset", "offset"), ("index", "index"), ("values", "values"), ("ops", "ops")),
     "G1a": (("value", "value"), ("offset", "offset"), ("ops", "ops"), ("processes", "processes")),
     kernel.KIND_PRECOMMITTED: (("value", "value"), ("offset", "offset"), ("ops", "ops")),
+    **{kind: (("process", "process"), *((("subscribe", "subscribe"),) if kind in _POLL_SKIPS else ()),
+              ("values", "values"), ("offsets", "offsets"), ("delta", "delta"), ("skipped", "skipped"),
+              ("ops", "ops"), ("times", "times"))
+       for kind in kernel.ORDER_KINDS},
 }
 COMPUTED = (*kernel.ANOMALY_KINDS, kernel.KIND_PRECOMMITTED)
 """The anomalies of checker.schema.ANOMALIES_BAD_BY_DEFAULT the job computes; the others are in NOT_CHECKED."""
 _CHECK = "checked by the single-process checker: `kafka-chaos check RUN_DIR`"
 CYCLES = f"cycles (G0, G1c) are {_CHECK}"
-_BETWEEN_OPS = (f"compares each process's successive ops and follows its assigns, subscribes and rebalances, "
-                f"which the job's key-partitioned rows do not carry; {_CHECK}")
-_IN_OP = f"successive records of one key inside one op: not computed by the Spark job; {_CHECK}"
 NOT_CHECKED: dict[str, str] = {
-    "poll-skip": _BETWEEN_OPS,
-    "nonmonotonic-poll": _BETWEEN_OPS,
-    "nonmonotonic-send": _BETWEEN_OPS,
-    "int-poll-skip": _IN_OP,
-    "int-nonmonotonic-poll": _IN_OP,
-    "int-send-skip": _IN_OP,
-    "int-nonmonotonic-send": _IN_OP,
     "G0": CYCLES,
     "G1c": CYCLES,
 }
@@ -510,8 +505,8 @@ def _assemble(rows: list[dict[str, Any]], cap: int, runs: list[str] | None = Non
     }
 
 
-def _order(instance: dict[str, Any]) -> tuple[str, int, int]:
-    return (instance["key"], instance.get("value", -1), instance.get("offset", -1))
+def _order(instance: dict[str, Any]) -> tuple[str, int, int, list[int]]:
+    return (instance["key"], instance.get("value", -1), instance.get("offset", -1), instance.get("ops", []))
 
 
 class _Progress:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 from spark_corpus import CORPUS
-from spark_helpers import core
+from spark_helpers import checker_result, core, kernel_rows
 
 from kafka_chaos.checker import analyse
 from kafka_chaos.spark import kernel
@@ -149,11 +149,10 @@ def test_kernel_agrees_with_checker_on_general_histories() -> None:
     refused = found = 0
     for seed in range(300):
         t = parse_history(general_history(random.Random(seed)).encode())
-        rows = kernel.analyse_table(kernel.input_rows(t.sends, t.polls, t.extras.reads), cap=10**6,
-                                    max_values=10**6).to_pylist()
+        rows = kernel_rows(t)
         orphans = [r for r in rows if r["kind"] == kernel.KIND_NO_WRITER]
         try:
-            expected = analyse(t.sends, t.polls, extras=t.extras).to_dict()
+            expected = checker_result(t)
         except HistoryError:
             refused += 1
             assert orphans, seed
