@@ -163,7 +163,7 @@ def reconcile(
             source = "history" if all(r.history for r in runs) else "Parquet" if not any(
                 r.history for r in runs) else "history and Parquet"
             bar.phase(f"reconciling {len(runs)} run(s), {total_bytes / 1e6:,.1f} MB of {source}")
-            job = _Job(session, max_instances, max_values, shuffle_partitions)
+            job = _Job(session, max_instances, max_values, shuffle_partitions, *_memberships(runs))
             rows = job.findings(load_rows(session, runs))
             facts = {r.run: r.history.facts() for r in runs if r.history is not None}
             _refuse_malformed(runs, facts, skip_malformed)
@@ -211,12 +211,15 @@ class _Job:
     """The one pass: rows → repartition by key → kernel per partition → findings, collected."""
 
     def __init__(
-        self, session: SparkSession, cap: int, max_values: int, shuffle_partitions: int | None
+        self, session: SparkSession, cap: int, max_values: int, shuffle_partitions: int | None,
+        resets: Sequence[kernel.Reset] = (), subscribers: Sequence[kernel.Subscriber] = (),
     ) -> None:
         self.session = session
         self.cap = cap
         self.max_values = max_values
         self.shuffle_partitions = shuffle_partitions
+        self.resets = resets
+        self.subscribers = subscribers
 
     def findings(self, rows: Any, committed_info_ops: list[int] | None = None) -> list[dict[str, Any]]:
         import numpy as np
@@ -226,6 +229,8 @@ class _Job:
             cap=self.cap,
             max_values=self.max_values,
             committed_info_ops=None if committed_info_ops is None else np.asarray(committed_info_ops),
+            resets=self.resets,
+            subscribers=self.subscribers,
         )
         if self.shuffle_partitions:
             by_key = rows.repartition(self.shuffle_partitions, "key")
@@ -248,6 +253,22 @@ class _Job:
                     conf.unset(name)
                 else:
                     conf.set(name, old)
+
+
+def _memberships(runs: list[RunTables]) -> tuple[list[kernel.Reset], list[kernel.Subscriber]]:
+    """Every run's resets and subscribe-mode consumers, for the kernel (few: one per assign / subscribe), with
+    the run's key prefix and op shift when there are several runs. A run's history is read for them first
+    (HistoryFrames.memberships); a run read from its tables has them from its `tables.json`."""
+    prefix = len(runs) > 1
+    resets: list[kernel.Reset] = []
+    subscribers: list[kernel.Subscriber] = []
+    for run in runs:
+        found, subscribe = run.history.memberships() if run.history is not None else (
+            list(run.order.resets), set(run.order.subscribers))
+        shift, named = (run.number * OP_STRIDE, run.run + "/") if prefix else (0, "")
+        resets += [(p, i + shift, frozenset(named + n for n in names)) for p, i, names in found]
+        subscribers += [(p, shift, shift + OP_STRIDE) for p in sorted(subscribe)]
+    return resets, subscribers
 
 
 def _to_arrow(df: Any) -> Any:
