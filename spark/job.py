@@ -30,12 +30,16 @@ The plan — one scan of each table, one shuffle, one vectorised pass per partit
    as `#uncertain` rows; only then a second, small job looks them up (a broadcast semi-join of the run's
    sends of those ops with its polls) and re-analyses just the keys concerned.
 
-Computed: lost-write, unseen, duplicate, inconsistent-offsets, G1a and precommitted-read (`COMPUTED`), by the
-checker's rules on general histories (kernel's module doc); a must-read value nobody sent stops the job as it
-stops the checker (exit 2). The rest of Jepsen's names are in the result's `not_checked` with why
-(`NOT_CHECKED`): the cycles (G0, G1c) and the checks that follow a process's successive ops or an op's
-successive records are the single-process checker's (`kafka-chaos check RUN_DIR`); assign / subscribe resets
-and rebalance logs bear only on those, so the job does not read them.
+Computed: lost-write, unseen, duplicate, inconsistent-offsets, G1a, precommitted-read and the order anomalies
+(poll-skip, nonmonotonic-poll, nonmonotonic-send and the int-* ones) (`COMPUTED`), by the checker's rules on
+general histories (kernel's module doc); a must-read value nobody sent stops the job as it stops the checker
+(exit 2). A (process, key) sequence of ops lives in its key's partition, so the order anomalies need no other
+exchange: what bears on them besides the records travels with the rows as marker rows (an ok poll that
+returned a key empty, a key in a poll's rebalance log), and the assign / subscribe resets and subscribe-mode
+consumers — per process, not per key, and few — are read before the pass (from the history's lines that
+mention them, or from the `tables.json` beside the tables) and shipped to every task with the kernel. The
+cycles (G0, G1c) are in the result's `not_checked` with why (`NOT_CHECKED`): they are the single-process
+checker's (`kafka-chaos check RUN_DIR`).
 
 Partitions: by default the shuffle is hash-partitioned into 200 (the most that keeps Spark's bypass-merge
 shuffle writer, several times faster than the sorting one) and adaptive query execution coalesces

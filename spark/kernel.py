@@ -10,7 +10,8 @@ Input rows (`INPUT_SCHEMA`): `key`, `value`, `offset` (null when unknown), `src`
 send's invoke, a poll's completion), `process`, `time` (when the op completed: a send's completion, null if it
 never completed; a poll's completion) and `pos` (a send's place among its op's sends; a poll record's place
 among its op's records, in the order returned — only the order within one op counts; -1 - place for the
-Parquet path's extra reads, `_returned_first`).
+Parquet path's extra reads, `_returned_first`). Marker rows (src 5, 6: `SRC_EMPTY`, `SRC_REBALANCED`) say
+what else a poll op said of a key; they are set aside before the analysis.
 
 Definitions (Jepsen's, jepsen.tests.kafka, on general histories as checker/ follows them; docs/architecture.md
 §3, §4):
@@ -44,8 +45,17 @@ Definitions (Jepsen's, jepsen.tests.kafka, on general histories as checker/ foll
   Txns that read their own uncommitted sends are few (a read_committed reader never sees them), so these
   rows are too.
 
-What the kernel does not compute (poll-skip, nonmonotonic-*, int-*, G0, G1c) is listed in the job's
-`not_checked`; assign / subscribe resets and rebalance logs only bear on those, so they are not input here.
+- **Order anomalies** (checker.anomalies.polls and .sends, `_order_anomalies`): positions are Jepsen's
+  `:by-value` (a value's last position where it is its offset's chosen, smallest, value) and the delta of two
+  positions is 1 when either is unknown. Inside one op, successive records of a key (any poll type) with
+  delta > 1 are `int-poll-skip`, < 1 `int-nonmonotonic-poll` (keys in the op's rebalance log exempt);
+  successive sends to a key (any type) likewise `int-send-skip` / `int-nonmonotonic-send`. Between a
+  process's successive polls of a key, the first record against the last of its previous *ok* poll: > 1
+  `poll-skip`, < 1 `nonmonotonic-poll` (with `subscribe`), unless an ok poll returned the key empty
+  (SRC_EMPTY marker rows) or an assign / subscribe not naming the key (`Reset`) came between; between a
+  process's successive ok / info send ops to a key, delta < 1 is `nonmonotonic-send` (resets end it too).
+
+G0 and G1c are not computed here: the job lists them in its `not_checked`.
 
 Per partition: a hash factorisation of (key, value) for the per-value facts (read? who wrote it?), another
 of the log's (key, offset) with only the distinct offsets sorted for positions, and linear numpy passes.

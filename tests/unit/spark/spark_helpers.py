@@ -46,7 +46,8 @@ def kernel_rows(t: Any, cap: int = 10**6) -> list[dict[str, Any]]:
 
     x = t.extras
     rows = kernel.input_rows(t.sends, t.polls, x.reads, rebalanced=dict(x.rebalanced), empty=x.empty)
-    found = kernel.analyse_table(rows, cap=cap, max_values=cap, resets=[(r.process, r.index, r.names) for r in x.resets],
+    found = kernel.analyse_table(rows, cap=cap, max_values=cap,
+                                 resets=[(r.process, r.index, r.names) for r in x.resets],
                                  subscribers=[(p, 0, 2**62) for p in t.meta.subscribe_processes])
     out: list[dict[str, Any]] = found.to_pylist()
     return out

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pyarrow as pa
 import pytest
 from spark_corpus import CORPUS
@@ -170,3 +172,39 @@ def test_the_findings_ddl_spark_reads_names_every_column_the_kernel_writes() -> 
 
     ddl_names = [part.strip().split(" ", 1)[0] for part in FINDINGS_DDL.replace("array<bigint>", "array").split(",")]
     assert ddl_names == FINDINGS_SCHEMA.names
+
+
+def test_order_anomalies_are_the_checkers_instance_for_instance() -> None:
+    """The order anomalies with the resets, rebalance log, empty read and subscribe-mode consumer the history
+    holds: the kernel's counts are the checker's, and so is every field of every instance (the verdict's
+    aside, which `reconcile` gives)."""
+    from spark_corpus import ORDER_EXPECTED
+
+    from kafka_chaos.checker.tables import parse_history
+    from kafka_chaos.spark.kernel import ORDER_KINDS
+
+    h = CORPUS["order"]()
+    h.event("harness", "info", "drain-complete", True)
+    t = parse_history("".join(json.dumps(e) + "\n" for e in h.events).encode())
+    expected = checker_result(t)
+    assert {k: v for k, v in expected["anomaly_counts"].items() if k in ORDER_KINDS} == ORDER_EXPECTED
+    result = _assemble(kernel_rows(t), 10**6)
+    verdict = ("bad", "verdict", "reason")
+    for kind in ORDER_KINDS:
+        assert result["anomaly_counts"][kind] == ORDER_EXPECTED[kind]
+        assert result["anomalies"][kind] == [
+            {f: v for f, v in i.items() if f not in verdict} for i in expected["anomalies"][kind]], kind
+    assert [i["subscribe"] for i in result["anomalies"]["nonmonotonic-poll"]] == [True]
+
+
+def test_without_resets_the_kernel_compares_across_them() -> None:
+    """The resets decide: without them (and without the empty read and the rebalance log), the kernel finds
+    the comparisons they end — so the agreement above is not an agreement on nothing."""
+    from kafka_chaos.checker.tables import parse_history
+
+    h = CORPUS["order"]()
+    t = parse_history("".join(json.dumps(e) + "\n" for e in h.events).encode())
+    bare = _assemble(kernel.analyse_table(kernel.input_rows(t.sends, t.polls), cap=10**6).to_pylist(), 10**6)
+    assert bare["anomaly_counts"]["nonmonotonic-poll"] == 2  # after the assign not naming chaos/0
+    assert bare["anomaly_counts"]["int-nonmonotonic-poll"] == 2  # chaos/0 in the rebalanced poll too
+    assert bare["anomaly_counts"]["poll-skip"] == 3  # across the empty read
