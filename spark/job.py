@@ -30,9 +30,9 @@ The plan — one scan of each table, one shuffle, one vectorised pass per partit
    as `#uncertain` rows; only then a second, small job looks them up (a broadcast semi-join of the run's
    sends of those ops with its polls) and re-analyses just the keys concerned.
 
-Computed: lost-write, unseen, duplicate, inconsistent-offsets, G1a, precommitted-read and the order anomalies
-(poll-skip, nonmonotonic-poll, nonmonotonic-send and the int-* ones) (`COMPUTED`), by the checker's rules on
-general histories (kernel's module doc); a must-read value nobody sent stops the job as it stops the checker
+Computed: lost-write, unseen, duplicate, inconsistent-offsets, G1a, garbage-read, precommitted-read and the order
+anomalies (poll-skip, nonmonotonic-poll, nonmonotonic-send and the int-* ones) (`COMPUTED`), by the checker's
+rules on general histories (kernel's module doc); a must-read value nobody sent stops the job as it stops the checker
 (exit 2). A (process, key) sequence of ops lives in its key's partition, so the order anomalies need no other
 exchange: what bears on them besides the records travels with the rows as marker rows (an ok poll that
 returned a key empty, a key in a poll's rebalance log), and the assign / subscribe resets and subscribe-mode
@@ -104,6 +104,8 @@ _FIELDS: dict[str, tuple[tuple[str, str], ...]] = {
     "inconsistent-offsets": (("offset", "offset"), ("index", "index"), ("values", "values"), ("ops", "ops")),
     "G1a": (("value", "value"), ("offset", "offset"), ("ops", "ops"), ("processes", "processes")),
     kernel.KIND_PRECOMMITTED: (("value", "value"), ("offset", "offset"), ("ops", "ops")),
+    kernel.KIND_GARBAGE: (("value", "value"), ("offset", "offset"), ("process", "process"), ("ops", "ops"),
+                          ("times", "times")),
     **{kind: (("process", "process"), *((("subscribe", "subscribe"),) if kind in _POLL_SKIPS else ()),
               ("values", "values"), ("offsets", "offsets"), ("delta", "delta"), ("skipped", "skipped"),
               ("ops", "ops"), ("times", "times"))

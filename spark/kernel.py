@@ -35,6 +35,8 @@ Definitions (Jepsen's, jepsen.tests.kafka, on general histories as checker/ foll
   `count` and the `values` (a value sent twice is one value).
 - **G1a** (aborted read): an ok poll record (at a known offset or not) of a value that *any* failed op sent;
   one instance per record, naming the failed writer that completed last.
+- **garbage-read**: a record of any poll (ok, fail or info; at a known offset or not) whose (key, value) no
+  send carried, whatever the send's outcome: one instance per record.
 - **precommitted-read**: a `txn` that polled a value one of its own sends wrote (checker.anomalies.txn
   `precommitted_read_cases`). The tables link a txn's sends (by invoke) to its polls (by completion) only
   through the op's process and completion time, so a poll row reads its own op's send when a send row of
@@ -102,7 +104,9 @@ KIND_UNCERTAIN = "#uncertain"
 ORDER_KINDS = ("poll-skip", "nonmonotonic-poll", "int-poll-skip", "int-nonmonotonic-poll", "nonmonotonic-send",
                "int-send-skip", "int-nonmonotonic-send")
 """The anomalies that follow a process's successive ops, or an op's successive records, in one key."""
-ANOMALY_KINDS = ("lost-write", "unseen", "duplicate", "inconsistent-offsets", "G1a", *ORDER_KINDS)
+KIND_GARBAGE = "garbage-read"
+"""A poll's record of a (key, value) that no send carried, whatever its outcome (Elle's garbage)."""
+ANOMALY_KINDS = ("lost-write", "unseen", "duplicate", "inconsistent-offsets", "G1a", KIND_GARBAGE, *ORDER_KINDS)
 """The anomalies decided per key: instances capped per partition, exact counts in the `#key` rows."""
 KIND_PRECOMMITTED = "precommitted-read"
 """Decided per op across keys (see the module doc): every candidate row is emitted, the job counts."""
@@ -410,6 +414,7 @@ def analyse_table(
         first_ok = unseen_rows[np.lexsort((pos[unseen_rows], op[unseen_rows], gid[unseen_rows]))]
         unseen_rows = first_ok[_group_starts(gid[first_ok])]
     g1a_rows = np.flatnonzero(is_poll & (failed_writer[gid] >= 0))
+    garbage_rows = np.flatnonzero(any_poll & ~has_writer[gid])  # any poll type, at a known offset or not
 
     # The order anomalies: positions in Jepsen's `:by-index` (the smallest value of each offset), and
     # `:by-value` (a value's last position where it is so chosen).
@@ -419,6 +424,7 @@ def analyse_table(
     by_value = np.full(ngroups, -1, dtype=np.int64)
     np.maximum.at(by_value, log_gid[chosen], row_pos[chosen])
     del chosen
+    time_ = _np(table.column("time"), -1)
     rank_of_name = {name: r for r, name in enumerate(names)}
     m_rank = np.array([rank_of_name.get(k, -1) for k in markers.column("key").to_pylist()], dtype=np.int64)
     m_src, m_op, m_process = _np(markers.column("src")), _np(markers.column("op"), -1), _np(
@@ -426,7 +432,7 @@ def analyse_table(
     is_empty, is_rebalanced = (m_src == SRC_EMPTY) & (m_rank >= 0), (m_src == SRC_REBALANCED) & (m_rank >= 0)
     order_found = _order_anomalies(
         _Rows(krank=krank, gid=gid, val=val, off=off, has_off=has_off, src=src, op=op, process=process,
-              pos=pos, time=_np(table.column("time"), -1)),
+              pos=pos, time=time_),
         by_value=by_value, by_index=o_min, key_start=np.searchsorted(o_rank, np.arange(nkeys + 1)),
         empty=(m_rank[is_empty], m_process[is_empty], m_op[is_empty]),
         rebalanced=(m_rank[is_rebalanced], m_op[is_rebalanced]),
@@ -454,6 +460,7 @@ def analyse_table(
         "duplicate": per_key(g_rank[duplicate]),
         "inconsistent-offsets": per_key(o_rank[inconsistent]),
         "G1a": per_key(krank[g1a_rows]),
+        KIND_GARBAGE: per_key(krank[garbage_rows]),
         **{kind: counts for kind, (counts, _) in order_found.items()},
     }
 
@@ -513,6 +520,11 @@ def analyse_table(
             w = int(failed_writer[gid[r]])
             emit("G1a", names[krank[r]], value=int(val[r]), offset=int(off[r]) if has_off[r] else None,
                  ops=[int(op[w]), int(op[r])], processes=[int(process[w]), int(process[r])])
+
+    if len(garbage_rows):
+        for r in garbage_rows[np.lexsort((pos[garbage_rows], op[garbage_rows], krank[garbage_rows]))][:cap].tolist():
+            emit(KIND_GARBAGE, names[krank[r]], value=int(val[r]), offset=int(off[r]) if has_off[r] else None,
+                 process=int(process[r]), ops=[int(op[r])], times=[int(time_[r])])
 
     for kind, (_, instances) in order_found.items():
         for inst in instances:

@@ -9,6 +9,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from kafka_chaos.checker.schema import ANOMALIES_BAD_BY_DEFAULT
+
 FIELDS: dict[str, tuple[str, ...]] = {
     "lost-write": ("key", "value", "offset", "index", "max_read_index"),
     "unseen": ("key", "count", "values", "ops"),
@@ -23,6 +25,8 @@ FIELDS: dict[str, tuple[str, ...]] = {
        for name in ("poll-skip", "nonmonotonic-poll")},
 }
 """What must agree between the engines, per anomaly Spark computes."""
+if "garbage-read" in ANOMALIES_BAD_BY_DEFAULT:  # compared wherever the checker finds it too
+    FIELDS["garbage-read"] = ("key", "value", "offset", "process", "ops", "times")
 
 
 def core(result: dict[str, Any]) -> dict[str, Any]:

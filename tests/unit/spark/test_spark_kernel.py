@@ -126,9 +126,11 @@ def test_every_anomaly_is_computed_or_not_checked() -> None:
     from kafka_chaos.checker.schema import ANOMALIES_BAD_BY_DEFAULT
     from kafka_chaos.spark.job import COMPUTED, NOT_CHECKED
 
-    assert set(ANOMALIES_BAD_BY_DEFAULT) == set(COMPUTED) | set(NOT_CHECKED)
+    # garbage-read: computed by both engines; compared wherever the checker computes it (spark_helpers).
+    assert set(ANOMALIES_BAD_BY_DEFAULT) | {"garbage-read"} == set(COMPUTED) | set(NOT_CHECKED)
     assert not set(COMPUTED) & set(NOT_CHECKED)
-    assert set(FIELDS) == set(COMPUTED)
+    assert set(FIELDS) | {"garbage-read"} == set(COMPUTED)
+    assert set(NOT_CHECKED) == {"G0", "G1c"}
     result = _assemble([], 10)
     assert result["not_checked"] == NOT_CHECKED
     for name in ("G0", "G1c"):
@@ -208,3 +210,28 @@ def test_without_resets_the_kernel_compares_across_them() -> None:
     assert bare["anomaly_counts"]["nonmonotonic-poll"] == 2  # after the assign not naming chaos/0
     assert bare["anomaly_counts"]["int-nonmonotonic-poll"] == 2  # chaos/0 in the rebalanced poll too
     assert bare["anomaly_counts"]["poll-skip"] == 3  # across the empty read
+
+
+def test_garbage_reads_are_records_of_values_no_send_carried() -> None:
+    """A value no send carried, read by an ok poll and by a failed one (above what the ok polls reached, so
+    nothing is refused): one garbage-read per record, with the poll's op, process, offset and time; a value
+    only a failed send carried is not garbage (it is a G1a)."""
+    from spark_helpers import History
+
+    from kafka_chaos.checker.tables import parse_history
+
+    h = History()
+    h.send(0, [("chaos/0", 1, 0)])
+    h.send(0, [("chaos/0", 2, None)], type_="fail")
+    ok = h.poll(1, {"chaos/0": [(0, 1), (1, 77), (2, 2)]})
+    h.event(2, "invoke", "poll", [["poll"]])
+    failed = h.event(2, "fail", "poll", [["poll", {"chaos/0": [[5, 88]]}]])
+    t = parse_history("".join(json.dumps(e) + "\n" for e in h.events).encode())
+    result = _assemble(kernel_rows(t), 10**6)
+    assert result["anomaly_counts"]["garbage-read"] == 2
+    assert result["anomalies"]["garbage-read"] == [
+        {"key": "chaos/0", "value": 77, "offset": 1, "process": 1, "ops": [ok], "times": [(ok + 1) * 1000]},
+        {"key": "chaos/0", "value": 88, "offset": 5, "process": 2, "ops": [failed],
+         "times": [(failed + 1) * 1000]},
+    ]
+    assert [i["value"] for i in result["anomalies"]["G1a"]] == [2]
