@@ -425,8 +425,7 @@ def analyse_table(
     np.maximum.at(by_value, log_gid[chosen], row_pos[chosen])
     del chosen
     time_ = _np(table.column("time"), -1)
-    rank_of_name = {name: r for r, name in enumerate(names)}
-    m_rank = np.array([rank_of_name.get(k, -1) for k in markers.column("key").to_pylist()], dtype=np.int64)
+    m_rank = _np(pc.index_in(markers.column("key").cast(pa.string()), value_set=pa.array(names, pa.string())), -1)
     m_src, m_op, m_process = _np(markers.column("src")), _np(markers.column("op"), -1), _np(
         markers.column("process"), -1)
     is_empty, is_rebalanced = (m_src == SRC_EMPTY) & (m_rank >= 0), (m_src == SRC_REBALANCED) & (m_rank >= 0)
