@@ -35,8 +35,12 @@ from __future__ import annotations
 
 import contextlib
 import json
+import mmap
+import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
 
 from kafka_chaos.checker.history_reader import (
     CLIENT_FS,
@@ -115,30 +119,50 @@ class HistoryFrames:
         """The run's resets — every ok or info `assign` / `subscribe`: (process, index of its completion, the
         keys or topics it names, from the completion's value or else its invoke's) — and its subscribe-mode
         consumers (an ok `subscribe`), as the checker's history reader finds them. The kernel needs them before
-        its pass, so they are read first: only the lines that mention either are decoded, and they are few."""
-        from pyspark.sql import functions as f
-
-        col = f.col
-        lines = self._lines().where(col("line").contains("assign") | col("line").contains("subscribe"))
-        events = _envelope(lines).where(_is_client() & ~_malformed() & col("f").isin("assign", "subscribe"))
-        found = events.select(col("process").try_cast("bigint").alias("process"), "index", "type", "f",
-                              "value").collect()
+        its pass, so they are read first: only the lines that mention either are decoded, and they are few.
+        A local plain file is searched from here (a byte search: a Spark job over the whole file costs more
+        than the rest of a small run's job); anything else by a Spark job."""
+        local = self._local_file()
+        found = _membership_lines(local) if local is not None else self._membership_events()
         resets: list[tuple[int, int, frozenset[str]]] = []
         subscribers: set[int] = set()
-        invoked: dict[int, Any] = {}
+        invoked: dict[int, dict[str, Any]] = {}
         for e in sorted(found, key=lambda e: (e["process"], e["index"])):
             if e["type"] == "invoke":
                 invoked[e["process"]] = e
                 continue
             invoke = invoked.pop(e["process"], None)
             if e["type"] == "ok" and e["f"] == "subscribe":
-                subscribers.add(int(e["process"]))
+                subscribers.add(e["process"])
             if e["type"] in ("ok", "info"):
-                value = _json(e["value"])
+                value = e["value"]
                 if value is None and invoke is not None:
-                    value = _json(invoke["value"])
-                resets.append((int(e["process"]), int(e["index"]), _named(value)))
+                    value = invoke["value"]
+                resets.append((e["process"], e["index"], _named(value)))
         return resets, subscribers
+
+    def _local_file(self) -> Path | None:
+        """The history as a local, uncompressed file, if it is one."""
+        if len(self.files) != 1 or self.files[0].endswith(_COMPRESSED):
+            return None
+        uri = self.files[0]
+        if uri.startswith("file:"):
+            uri = urlparse(uri).path
+        elif "://" in uri:
+            return None
+        path = Path(uri)
+        return path if path.is_file() else None
+
+    def _membership_events(self) -> list[dict[str, Any]]:
+        from pyspark.sql import functions as f
+
+        col = f.col
+        lines = self._lines().where(col("line").contains("assign") | col("line").contains("subscribe"))
+        events = _envelope(lines).where(_is_client() & ~_malformed() & col("f").isin("assign", "subscribe"))
+        rows = events.select(col("process").try_cast("bigint").alias("process"), "index", "type", "f",
+                             "value").collect()
+        return [{"process": int(r["process"]), "index": int(r["index"]), "type": r["type"], "f": r["f"],
+                 "value": _json(r["value"])} for r in rows]
 
     def _lines(self) -> DataFrame:
         from pyspark.sql import functions as f
@@ -179,6 +203,39 @@ class HistoryFrames:
             return bool(stream.read() == ord("\n"))
         finally:
             stream.close()
+
+
+def _membership_lines(path: Path) -> list[dict[str, Any]]:
+    """The well-formed assign / subscribe events of a local history file, found by a byte search (the lines
+    that mention neither are never decoded)."""
+    if not path.stat().st_size:
+        return []
+    starts: set[int] = set()
+    with path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        for needle in (b"assign", b"subscribe"):
+            at = data.find(needle)
+            while at >= 0:
+                line_start = data.rfind(b"\n", 0, at) + 1
+                starts.add(line_start)
+                end = data.find(b"\n", at)
+                at = data.find(needle, end) if end >= 0 else -1
+        ends = [data.find(b"\n", a) for a in sorted(starts)]
+        lines = [data[a : e if e >= 0 else len(data)] for a, e in zip(sorted(starts), ends, strict=True)]
+    events = []
+    for line in lines:
+        try:
+            e = json.loads(line)
+        except ValueError:
+            continue  # malformed: the job's pass reports it
+        if not isinstance(e, dict) or e.get("f") not in ("assign", "subscribe") or e.get("type") not in OP_TYPES:
+            continue
+        process, index = e.get("process"), e.get("index")
+        if isinstance(process, str) and re.fullmatch(r"-?[0-9]+", process):
+            process = int(process)
+        if type(process) is not int or type(index) is not int or e.get("time") is None:
+            continue
+        events.append({"process": process, "index": index, "type": e["type"], "f": e["f"], "value": e.get("value")})
+    return events
 
 
 def _json(text: str | None) -> Any:

@@ -418,3 +418,29 @@ def test_order_anomalies_from_jsonl_and_from_the_stored_tables(spark_session: An
     assert [(i["key"], i["subscribe"], i["times"]) for i in result["anomalies"]["nonmonotonic-poll"]] == [
         (f"{run}/chaos/0", True, i["times"]) for run in ("jsonl", "stored")
         for i in expected["anomalies"]["nonmonotonic-poll"]]
+
+
+def test_resets_are_read_alike_from_a_local_file_and_by_spark(spark_session: Any, tmp_path: Path) -> None:
+    """The resets and subscribe-mode consumers the kernel is given: a local plain history is searched without
+    Spark, a compressed one (or a URI) by a Spark job; both find the checker's."""
+    from kafka_chaos.spark.history import HistoryFrames
+
+    h = CORPUS["order"]()
+    h.event(7, "invoke", "assign", {"keys": [K1], "isolation": "read_committed"})
+    h.event(7, "info", "assign", None)  # indefinite: a reset naming what the invoke named
+    h.event(8, "invoke", "subscribe", ["chaos"])
+    h.event(8, "fail", "subscribe", ["chaos"])  # failed: no reset
+    text = history_text(h) + '{"process": 9, "f": "assign", "type": "ok"\n'  # a cut line: left out
+    plain = write_history(tmp_path / "plain", text)
+    zipped = tmp_path / "zipped"
+    zipped.mkdir()
+    (zipped / "history.jsonl.gz").write_bytes(gzip.compress(text.encode()))
+    tables = parse_history(history_text(h).encode())
+    expected = ([(r.process, r.index, r.names) for r in tables.extras.resets], set(tables.meta.subscribe_processes))
+    assert len(expected[0]) == 4 and expected[1] == {3}
+    local = HistoryFrames(spark_session, [str(plain / "history.jsonl")])
+    assert local._local_file() is not None
+    assert local.memberships() == expected
+    by_spark = HistoryFrames(spark_session, [f"file://{zipped}/history.jsonl.gz"])
+    assert by_spark._local_file() is None
+    assert by_spark.memberships() == expected
