@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import mmap
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -205,22 +204,31 @@ class HistoryFrames:
             stream.close()
 
 
-def _membership_lines(path: Path) -> list[dict[str, Any]]:
-    """The well-formed assign / subscribe events of a local history file, found by a byte search (the lines
-    that mention neither are never decoded)."""
-    if not path.stat().st_size:
-        return []
-    starts: set[int] = set()
-    with path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+def _membership_lines(path: Path, block_size: int = 1 << 24) -> list[dict[str, Any]]:
+    """The well-formed assign / subscribe events of a local history file, found by a byte search over blocks
+    of whole lines, about `block_size` bytes each (the lines that mention neither are never decoded)."""
+    lines: list[bytes] = []
+
+    def search(block: bytes) -> None:
+        starts: set[int] = set()
         for needle in (b"assign", b"subscribe"):
-            at = data.find(needle)
+            at = block.find(needle)
             while at >= 0:
-                line_start = data.rfind(b"\n", 0, at) + 1
-                starts.add(line_start)
-                end = data.find(b"\n", at)
-                at = data.find(needle, end) if end >= 0 else -1
-        ends = [data.find(b"\n", a) for a in sorted(starts)]
-        lines = [data[a : e if e >= 0 else len(data)] for a, e in zip(sorted(starts), ends, strict=True)]
+                starts.add(block.rfind(b"\n", 0, at) + 1)
+                end = block.find(b"\n", at)
+                at = block.find(needle, end) if end >= 0 else -1
+        for a in sorted(starts):
+            end = block.find(b"\n", a)
+            lines.append(block[a : end if end >= 0 else len(block)])
+
+    with path.open("rb") as fh:
+        tail = b""
+        while chunk := fh.read(block_size):
+            data = tail + chunk
+            cut = data.rfind(b"\n") + 1
+            search(data[:cut])
+            tail = data[cut:]
+        search(tail)
     events = []
     for line in lines:
         try:

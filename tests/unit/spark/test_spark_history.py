@@ -423,7 +423,7 @@ def test_order_anomalies_from_jsonl_and_from_the_stored_tables(spark_session: An
 def test_resets_are_read_alike_from_a_local_file_and_by_spark(spark_session: Any, tmp_path: Path) -> None:
     """The resets and subscribe-mode consumers the kernel is given: a local plain history is searched without
     Spark, a compressed one (or a URI) by a Spark job; both find the checker's."""
-    from kafka_chaos.spark.history import HistoryFrames
+    from kafka_chaos.spark.history import HistoryFrames, _membership_lines
 
     h = CORPUS["order"]()
     h.event(7, "invoke", "assign", {"keys": [K1], "isolation": "read_committed"})
@@ -441,6 +441,9 @@ def test_resets_are_read_alike_from_a_local_file_and_by_spark(spark_session: Any
     local = HistoryFrames(spark_session, [str(plain / "history.jsonl")])
     assert local._local_file() is not None
     assert local.memberships() == expected
+    whole = _membership_lines(plain / "history.jsonl")
+    assert _membership_lines(plain / "history.jsonl", block_size=50) == whole  # lines cut across blocks
+    assert len(whole) == 10  # five ops, invoke and completion (the failed subscribe too; the cut line not)
     by_spark = HistoryFrames(spark_session, [f"file://{zipped}/history.jsonl.gz"])
     assert by_spark._local_file() is None
     assert by_spark.memberships() == expected
