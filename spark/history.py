@@ -35,8 +35,11 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
 
 from kafka_chaos.checker.history_reader import (
     CLIENT_FS,
@@ -111,6 +114,55 @@ class HistoryFrames:
         self._observations.append((events_seen, polls_seen))
         return _rows(self._lines(), events_seen, polls_seen, key_prefix, op_shift)
 
+    def memberships(self) -> tuple[list[tuple[int, int, frozenset[str]]], set[int]]:
+        """The run's resets — every ok or info `assign` / `subscribe`: (process, index of its completion, the
+        keys or topics it names, from the completion's value or else its invoke's) — and its subscribe-mode
+        consumers (an ok `subscribe`), as the checker's history reader finds them. The kernel needs them before
+        its pass, so they are read first: only the lines that mention either are decoded, and they are few.
+        A local plain file is searched from here (a byte search: a Spark job over the whole file costs more
+        than the rest of a small run's job); anything else by a Spark job."""
+        local = self._local_file()
+        found = _membership_lines(local) if local is not None else self._membership_events()
+        resets: list[tuple[int, int, frozenset[str]]] = []
+        subscribers: set[int] = set()
+        invoked: dict[int, dict[str, Any]] = {}
+        for e in sorted(found, key=lambda e: (e["process"], e["index"])):
+            if e["type"] == "invoke":
+                invoked[e["process"]] = e
+                continue
+            invoke = invoked.pop(e["process"], None)
+            if e["type"] == "ok" and e["f"] == "subscribe":
+                subscribers.add(e["process"])
+            if e["type"] in ("ok", "info"):
+                value = e["value"]
+                if value is None and invoke is not None:
+                    value = invoke["value"]
+                resets.append((e["process"], e["index"], _named(value)))
+        return resets, subscribers
+
+    def _local_file(self) -> Path | None:
+        """The history as a local, uncompressed file, if it is one."""
+        if len(self.files) != 1 or self.files[0].endswith(_COMPRESSED):
+            return None
+        uri = self.files[0]
+        if uri.startswith("file:"):
+            uri = urlparse(uri).path
+        elif "://" in uri:
+            return None
+        path = Path(uri)
+        return path if path.is_file() else None
+
+    def _membership_events(self) -> list[dict[str, Any]]:
+        from pyspark.sql import functions as f
+
+        col = f.col
+        lines = self._lines().where(col("line").contains("assign") | col("line").contains("subscribe"))
+        events = _envelope(lines).where(_is_client() & ~_malformed() & col("f").isin("assign", "subscribe"))
+        rows = events.select(col("process").try_cast("bigint").alias("process"), "index", "type", "f",
+                             "value").collect()
+        return [{"process": int(r["process"]), "index": int(r["index"]), "type": r["type"], "f": r["f"],
+                 "value": _json(r["value"])} for r in rows]
+
     def _lines(self) -> DataFrame:
         from pyspark.sql import functions as f
 
@@ -150,6 +202,62 @@ class HistoryFrames:
             return bool(stream.read() == ord("\n"))
         finally:
             stream.close()
+
+
+def _membership_lines(path: Path, block_size: int = 1 << 24) -> list[dict[str, Any]]:
+    """The well-formed assign / subscribe events of a local history file, found by a byte search over blocks
+    of whole lines, about `block_size` bytes each (the lines that mention neither are never decoded)."""
+    lines: list[bytes] = []
+
+    def search(block: bytes) -> None:
+        starts: set[int] = set()
+        for needle in (b"assign", b"subscribe"):
+            at = block.find(needle)
+            while at >= 0:
+                starts.add(block.rfind(b"\n", 0, at) + 1)
+                end = block.find(b"\n", at)
+                at = block.find(needle, end) if end >= 0 else -1
+        for a in sorted(starts):
+            end = block.find(b"\n", a)
+            lines.append(block[a : end if end >= 0 else len(block)])
+
+    with path.open("rb") as fh:
+        tail = b""
+        while chunk := fh.read(block_size):
+            data = tail + chunk
+            cut = data.rfind(b"\n") + 1
+            search(data[:cut])
+            tail = data[cut:]
+        search(tail)
+    events = []
+    for line in lines:
+        try:
+            e = json.loads(line)
+        except ValueError:
+            continue  # malformed: the job's pass reports it
+        if not isinstance(e, dict) or e.get("f") not in ("assign", "subscribe") or e.get("type") not in OP_TYPES:
+            continue
+        process, index = e.get("process"), e.get("index")
+        if isinstance(process, str) and re.fullmatch(r"-?[0-9]+", process):
+            process = int(process)
+        if type(process) is not int or type(index) is not int or e.get("time") is None:
+            continue
+        events.append({"process": process, "index": index, "type": e["type"], "f": e["f"], "value": e.get("value")})
+    return events
+
+
+def _json(text: str | None) -> Any:
+    try:
+        return json.loads(text) if text is not None else None
+    except ValueError:
+        return None
+
+
+def _named(value: Any) -> frozenset[str]:
+    """The keys (or topics) an assign / subscribe value names: a list, or `{"keys": [...], ...}`."""
+    if isinstance(value, dict):
+        value = value.get("keys")
+    return frozenset(str(x) for x in value) if isinstance(value, list) else frozenset()
 
 
 def _metrics(observation: Observation) -> dict[str, Any]:
@@ -264,7 +372,15 @@ def _rows(lines: DataFrame, seen: Observation, polls_seen: Observation, key_pref
     from pyspark.sql import Window
     from pyspark.sql import functions as f
 
-    from kafka_chaos.spark.kernel import SRC_FAIL, SRC_INFO, SRC_OK, SRC_POLL, SRC_POLL_OTHER
+    from kafka_chaos.spark.kernel import (
+        SRC_EMPTY,
+        SRC_FAIL,
+        SRC_INFO,
+        SRC_OK,
+        SRC_POLL,
+        SRC_POLL_OTHER,
+        SRC_REBALANCED,
+    )
 
     col = f.col
     events = lines.select("file", "line", f.from_json("line", TYPED_ENVELOPE).alias("e")).select(
@@ -284,8 +400,12 @@ def _rows(lines: DataFrame, seen: Observation, polls_seen: Observation, key_pref
                               f.struct(col("process").alias("process"), level.alias("level")))).alias("isolation"),
         f.collect_set(f.when(col("f") == "txn", col("process"))).alias("txn_processes"),
     )
+    # A poll's rebalance log (checker.history_reader), looked for only in the lines that mention one.
+    log_text = f.when(col("line").contains("rebalance"), f.coalesce(
+        f.get_json_object("line", "$.rebalance_log"), f.get_json_object("line", "$['rebalance-log']")))
     client = observed.where(_is_client() & ~bad).select(
-        col("process").try_cast("bigint").alias("process"), "index", "time", "type", "f", "value")
+        col("process").try_cast("bigint").alias("process"), "index", "time", "type", "f", "value",
+        log_text.alias("rebalance"))
     by_process = Window.partitionBy("process").orderBy("index")
     writes = col("f").isin("send", "txn")
     paired = client.select(
@@ -330,6 +450,12 @@ def _rows(lines: DataFrame, seen: Observation, polls_seen: Observation, key_pref
     ok = col("type") == "ok"
     poll_src = f.when(ok, f.lit(SRC_POLL)).otherwise(f.lit(SRC_POLL_OTHER))
 
+    def marker(key: Column, src: int) -> Column:
+        """A marker row (kernel.SRC_EMPTY, kernel.SRC_REBALANCED) of this op for `key`."""
+        return f.struct(key.alias("key"), f.lit(0).cast("bigint").alias("value"),
+                        f.lit(None).cast("bigint").alias("offset"), f.lit(src).cast("tinyint").alias("src"),
+                        col("index").alias("op"), f.lit(False).alias("bad")).cast(row_type)
+
     def poll_rows(m: Column) -> Column:
         records = f.from_json(f.get(m, 1), _RECORDS)
         # A fail / info poll that returned nothing repeats its invoke's ["poll"]: no records, not malformed
@@ -337,7 +463,9 @@ def _rows(lines: DataFrame, seen: Observation, polls_seen: Observation, key_pref
         returned = f.coalesce(f.startswith(f.ltrim(f.get(m, 1)), f.lit("{")), f.lit(False))
         good = f.transform(
             f.map_entries(records),
-            lambda e: f.transform(
+            lambda e: f.when(
+                ok & (f.coalesce(f.size(e["value"]), f.lit(0)) <= 0), f.array(marker(e["key"], SRC_EMPTY))
+            ).otherwise(f.transform(
                 f.coalesce(e["value"], f.array().cast("array<array<bigint>>")),
                 lambda p: f.struct(
                     e["key"].alias("key"),
@@ -347,7 +475,7 @@ def _rows(lines: DataFrame, seen: Observation, polls_seen: Observation, key_pref
                     col("index").alias("op"),
                     (p.isNull() | (f.size(p) != 2)).alias("bad"),
                 ).cast(row_type),
-            ),
+            )),
         )
         broken = f.array(f.struct(f.lit(None).alias("key"), f.lit(None).alias("value"), f.lit(None).alias(
             "offset"), poll_src.alias("src"), col("index").alias("op"), f.lit(True).alias("bad"),
@@ -363,11 +491,18 @@ def _rows(lines: DataFrame, seen: Observation, polls_seen: Observation, key_pref
                  lambda m: f.get(m, 0) == "poll"),
         poll_rows,
     ))
+    # Its keys named in the op's rebalance log: marker rows.
+    log = f.from_json(f.when(completion & col("f").isin("poll", "txn"), col("rebalance")),
+                      "array<struct<keys: array<string>>>")
+    rebalanced = f.transform(
+        f.array_distinct(f.flatten(f.transform(log, lambda r: f.coalesce(r["keys"], f.array().cast("array<string>"))))),
+        lambda k: marker(k, SRC_REBALANCED))
     # An op's sends come first in the array, in micro-op order, then its records in the order returned: the
     # element's index orders an op's sends and an op's records (kernel.INPUT_SCHEMA `pos`).
     generated = paired.select(f.posexplode(f.concat(
         f.coalesce(sends, f.array().cast(f"array<{row_type}>")),
         f.coalesce(polls, f.array().cast(f"array<{row_type}>")),
+        f.coalesce(rebalanced, f.array().cast(f"array<{row_type}>")),
     )).alias("pos", "r"), "process", f.when(completion, col("time")).alias("time")).select(
         "r.*", "process", "time", "pos")
     checked = generated.observe(

@@ -30,12 +30,16 @@ The plan — one scan of each table, one shuffle, one vectorised pass per partit
    as `#uncertain` rows; only then a second, small job looks them up (a broadcast semi-join of the run's
    sends of those ops with its polls) and re-analyses just the keys concerned.
 
-Computed: lost-write, unseen, duplicate, inconsistent-offsets, G1a and precommitted-read (`COMPUTED`), by the
-checker's rules on general histories (kernel's module doc); a must-read value nobody sent stops the job as it
-stops the checker (exit 2). The rest of Jepsen's names are in the result's `not_checked` with why
-(`NOT_CHECKED`): the cycles (G0, G1c) and the checks that follow a process's successive ops or an op's
-successive records are the single-process checker's (`kafka-chaos check RUN_DIR`); assign / subscribe resets
-and rebalance logs bear only on those, so the job does not read them.
+Computed: lost-write, unseen, duplicate, inconsistent-offsets, G1a, garbage-read, precommitted-read and the order
+anomalies (poll-skip, nonmonotonic-poll, nonmonotonic-send and the int-* ones) (`COMPUTED`), by the checker's
+rules on general histories (kernel's module doc); a must-read value nobody sent stops the job as it stops the checker
+(exit 2). A (process, key) sequence of ops lives in its key's partition, so the order anomalies need no other
+exchange: what bears on them besides the records travels with the rows as marker rows (an ok poll that
+returned a key empty, a key in a poll's rebalance log), and the assign / subscribe resets and subscribe-mode
+consumers — per process, not per key, and few — are read before the pass (from the history's lines that
+mention them, or from the `tables.json` beside the tables) and shipped to every task with the kernel. The
+cycles (G0, G1c) are in the result's `not_checked` with why (`NOT_CHECKED`): they are the single-process
+checker's (`kafka-chaos check RUN_DIR`).
 
 Partitions: by default the shuffle is hash-partitioned into 200 (the most that keeps Spark's bypass-merge
 shuffle writer, several times faster than the sorting one) and adaptive query execution coalesces
@@ -89,6 +93,7 @@ _ADAPTIVE = {
 }
 RESULT_FILE = RECONCILE_FILE
 
+_POLL_SKIPS = ("poll-skip", "nonmonotonic-poll")
 # Which columns of a findings row make up an instance of each anomaly (names as checker/ emits them).
 _FIELDS: dict[str, tuple[tuple[str, str], ...]] = {
     "lost-write": (("value", "value"), ("offset", "offset"), ("index", "index"),
@@ -99,22 +104,18 @@ _FIELDS: dict[str, tuple[tuple[str, str], ...]] = {
     "inconsistent-offsets": (("offset", "offset"), ("index", "index"), ("values", "values"), ("ops", "ops")),
     "G1a": (("value", "value"), ("offset", "offset"), ("ops", "ops"), ("processes", "processes")),
     kernel.KIND_PRECOMMITTED: (("value", "value"), ("offset", "offset"), ("ops", "ops")),
+    kernel.KIND_GARBAGE: (("value", "value"), ("offset", "offset"), ("process", "process"), ("ops", "ops"),
+                          ("times", "times")),
+    **{kind: (("process", "process"), *((("subscribe", "subscribe"),) if kind in _POLL_SKIPS else ()),
+              ("values", "values"), ("offsets", "offsets"), ("delta", "delta"), ("skipped", "skipped"),
+              ("ops", "ops"), ("times", "times"))
+       for kind in kernel.ORDER_KINDS},
 }
 COMPUTED = (*kernel.ANOMALY_KINDS, kernel.KIND_PRECOMMITTED)
 """The anomalies of checker.schema.ANOMALIES_BAD_BY_DEFAULT the job computes; the others are in NOT_CHECKED."""
 _CHECK = "checked by the single-process checker: `kafka-chaos check RUN_DIR`"
 CYCLES = f"cycles (G0, G1c) are {_CHECK}"
-_BETWEEN_OPS = (f"compares each process's successive ops and follows its assigns, subscribes and rebalances, "
-                f"which the job's key-partitioned rows do not carry; {_CHECK}")
-_IN_OP = f"successive records of one key inside one op: not computed by the Spark job; {_CHECK}"
 NOT_CHECKED: dict[str, str] = {
-    "poll-skip": _BETWEEN_OPS,
-    "nonmonotonic-poll": _BETWEEN_OPS,
-    "nonmonotonic-send": _BETWEEN_OPS,
-    "int-poll-skip": _IN_OP,
-    "int-nonmonotonic-poll": _IN_OP,
-    "int-send-skip": _IN_OP,
-    "int-nonmonotonic-send": _IN_OP,
     "G0": CYCLES,
     "G1c": CYCLES,
     "garbage-read": f"reads of values no send carried: not computed by the Spark job; {_CHECK}",
@@ -169,7 +170,7 @@ def reconcile(
             source = "history" if all(r.history for r in runs) else "Parquet" if not any(
                 r.history for r in runs) else "history and Parquet"
             bar.phase(f"reconciling {len(runs)} run(s), {total_bytes / 1e6:,.1f} MB of {source}")
-            job = _Job(session, max_instances, max_values, shuffle_partitions)
+            job = _Job(session, max_instances, max_values, shuffle_partitions, *_memberships(runs))
             rows = job.findings(load_rows(session, runs))
             facts = {r.run: r.history.facts() for r in runs if r.history is not None}
             _refuse_malformed(runs, facts, skip_malformed)
@@ -217,12 +218,15 @@ class _Job:
     """The one pass: rows → repartition by key → kernel per partition → findings, collected."""
 
     def __init__(
-        self, session: SparkSession, cap: int, max_values: int, shuffle_partitions: int | None
+        self, session: SparkSession, cap: int, max_values: int, shuffle_partitions: int | None,
+        resets: Sequence[kernel.Reset] = (), subscribers: Sequence[kernel.Subscriber] = (),
     ) -> None:
         self.session = session
         self.cap = cap
         self.max_values = max_values
         self.shuffle_partitions = shuffle_partitions
+        self.resets = resets
+        self.subscribers = subscribers
 
     def findings(self, rows: Any, committed_info_ops: list[int] | None = None) -> list[dict[str, Any]]:
         import numpy as np
@@ -232,6 +236,8 @@ class _Job:
             cap=self.cap,
             max_values=self.max_values,
             committed_info_ops=None if committed_info_ops is None else np.asarray(committed_info_ops),
+            resets=self.resets,
+            subscribers=self.subscribers,
         )
         if self.shuffle_partitions:
             by_key = rows.repartition(self.shuffle_partitions, "key")
@@ -254,6 +260,22 @@ class _Job:
                     conf.unset(name)
                 else:
                     conf.set(name, old)
+
+
+def _memberships(runs: list[RunTables]) -> tuple[list[kernel.Reset], list[kernel.Subscriber]]:
+    """Every run's resets and subscribe-mode consumers, for the kernel (few: one per assign / subscribe), with
+    the run's key prefix and op shift when there are several runs. A run's history is read for them first
+    (HistoryFrames.memberships); a run read from its tables has them from its `tables.json`."""
+    prefix = len(runs) > 1
+    resets: list[kernel.Reset] = []
+    subscribers: list[kernel.Subscriber] = []
+    for run in runs:
+        found, subscribe = run.history.memberships() if run.history is not None else (
+            list(run.order.resets), set(run.order.subscribers))
+        shift, named = (run.number * OP_STRIDE, run.run + "/") if prefix else (0, "")
+        resets += [(p, i + shift, frozenset(named + n for n in names)) for p, i, names in found]
+        subscribers += [(p, shift, shift + OP_STRIDE) for p in sorted(subscribe)]
+    return resets, subscribers
 
 
 def _to_arrow(df: Any) -> Any:
@@ -511,8 +533,8 @@ def _assemble(rows: list[dict[str, Any]], cap: int, runs: list[str] | None = Non
     }
 
 
-def _order(instance: dict[str, Any]) -> tuple[str, int, int]:
-    return (instance["key"], instance.get("value", -1), instance.get("offset", -1))
+def _order(instance: dict[str, Any]) -> tuple[str, int, int, list[int]]:
+    return (instance["key"], instance.get("value", -1), instance.get("offset", -1), instance.get("ops", []))
 
 
 class _Progress:

@@ -10,7 +10,8 @@ Input rows (`INPUT_SCHEMA`): `key`, `value`, `offset` (null when unknown), `src`
 send's invoke, a poll's completion), `process`, `time` (when the op completed: a send's completion, null if it
 never completed; a poll's completion) and `pos` (a send's place among its op's sends; a poll record's place
 among its op's records, in the order returned — only the order within one op counts; -1 - place for the
-Parquet path's extra reads, `_returned_first`).
+Parquet path's extra reads, `_returned_first`). Marker rows (src 5, 6: `SRC_EMPTY`, `SRC_REBALANCED`) say
+what else a poll op said of a key; they are set aside before the analysis.
 
 Definitions (Jepsen's, jepsen.tests.kafka, on general histories as checker/ follows them; docs/architecture.md
 §3, §4):
@@ -34,6 +35,8 @@ Definitions (Jepsen's, jepsen.tests.kafka, on general histories as checker/ foll
   `count` and the `values` (a value sent twice is one value).
 - **G1a** (aborted read): an ok poll record (at a known offset or not) of a value that *any* failed op sent;
   one instance per record, naming the failed writer that completed last.
+- **garbage-read**: a record of any poll (ok, fail or info; at a known offset or not) whose (key, value) no
+  send carried, whatever the send's outcome: one instance per record.
 - **precommitted-read**: a `txn` that polled a value one of its own sends wrote (checker.anomalies.txn
   `precommitted_read_cases`). The tables link a txn's sends (by invoke) to its polls (by completion) only
   through the op's process and completion time, so a poll row reads its own op's send when a send row of
@@ -44,8 +47,17 @@ Definitions (Jepsen's, jepsen.tests.kafka, on general histories as checker/ foll
   Txns that read their own uncommitted sends are few (a read_committed reader never sees them), so these
   rows are too.
 
-What the kernel does not compute (poll-skip, nonmonotonic-*, int-*, G0, G1c) is listed in the job's
-`not_checked`; assign / subscribe resets and rebalance logs only bear on those, so they are not input here.
+- **Order anomalies** (checker.anomalies.polls and .sends, `_order_anomalies`): positions are Jepsen's
+  `:by-value` (a value's last position where it is its offset's chosen, smallest, value) and the delta of two
+  positions is 1 when either is unknown. Inside one op, successive records of a key (any poll type) with
+  delta > 1 are `int-poll-skip`, < 1 `int-nonmonotonic-poll` (keys in the op's rebalance log exempt);
+  successive sends to a key (any type) likewise `int-send-skip` / `int-nonmonotonic-send`. Between a
+  process's successive polls of a key, the first record against the last of its previous *ok* poll: > 1
+  `poll-skip`, < 1 `nonmonotonic-poll` (with `subscribe`), unless an ok poll returned the key empty
+  (SRC_EMPTY marker rows) or an assign / subscribe not naming the key (`Reset`) came between; between a
+  process's successive ok / info send ops to a key, delta < 1 is `nonmonotonic-send` (resets end it too).
+
+G0 and G1c are not computed here: the job lists them in its `not_checked`.
 
 Per partition: a hash factorisation of (key, value) for the per-value facts (read? who wrote it?), another
 of the log's (key, offset) with only the distinct offsets sorted for positions, and linear numpy passes.
@@ -53,7 +65,8 @@ of the log's (key, offset) with only the distinct offsets sorted for positions, 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -63,6 +76,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 SRC_POLL, SRC_OK, SRC_INFO, SRC_FAIL, SRC_POLL_OTHER = 0, 1, 2, 3, 4
+SRC_EMPTY, SRC_REBALANCED = 5, 6
+"""Marker rows, not records (their `value` is ignored): SRC_EMPTY, an ok poll op returned the key with no
+records (`process`, `op`); SRC_REBALANCED, the key is named in the poll op's `rebalance_log` (`op`)."""
 
 INPUT_SCHEMA = pa.schema(
     [
@@ -85,7 +101,12 @@ stops there, as the checker does (Jepsen's `:no-writer-of`)."""
 KIND_UNCERTAIN = "#uncertain"
 """The kind of a row listing info-send ops (`ops`) of one key whose commit this partition cannot decide."""
 
-ANOMALY_KINDS = ("lost-write", "unseen", "duplicate", "inconsistent-offsets", "G1a")
+ORDER_KINDS = ("poll-skip", "nonmonotonic-poll", "int-poll-skip", "int-nonmonotonic-poll", "nonmonotonic-send",
+               "int-send-skip", "int-nonmonotonic-send")
+"""The anomalies that follow a process's successive ops, or an op's successive records, in one key."""
+KIND_GARBAGE = "garbage-read"
+"""A poll's record of a (key, value) that no send carried, whatever its outcome (Elle's garbage)."""
+ANOMALY_KINDS = ("lost-write", "unseen", "duplicate", "inconsistent-offsets", "G1a", KIND_GARBAGE, *ORDER_KINDS)
 """The anomalies decided per key: instances capped per partition, exact counts in the `#key` rows."""
 KIND_PRECOMMITTED = "precommitted-read"
 """Decided per op across keys (see the module doc): every candidate row is emitted, the job counts."""
@@ -119,6 +140,11 @@ FINDINGS_SCHEMA = pa.schema(
         pa.field("ops", pa.list_(pa.int64())),
         pa.field("processes", pa.list_(pa.int64())),
         pa.field("stats", pa.list_(pa.int64())),
+        pa.field("process", pa.int64()),
+        pa.field("subscribe", pa.bool_()),
+        pa.field("delta", pa.int64()),
+        pa.field("skipped", pa.list_(pa.int64())),
+        pa.field("times", pa.list_(pa.int64())),
     ]
 )
 """One row per anomaly instance (at most `cap` per kind and partition, smallest (key, value, offset) first)
@@ -127,12 +153,22 @@ and one `#key` row per key with `stats`."""
 FINDINGS_DDL = (
     "kind string, key string, value bigint, offset bigint, index bigint, bound bigint, count bigint, "
     "values array<bigint>, offsets array<bigint>, indexes array<bigint>, ops array<bigint>, "
-    "processes array<bigint>, stats array<bigint>"
+    "processes array<bigint>, stats array<bigint>, process bigint, subscribe boolean, delta bigint, "
+    "skipped array<bigint>, times array<bigint>"
 )
 
 _I64 = npt.NDArray[np.int64]
 _BOOL = npt.NDArray[np.bool_]
 _NONE = np.iinfo(np.int64).max
+MAX_LISTED = 1000
+"""An instance's `skipped` lists at most this many values (checker.anomalies._common.MAX_LISTED)."""
+
+Reset = tuple[int, int, Collection[str]]
+"""An ok or info assign / subscribe: (process, history index of its completion, the keys or topics it names).
+From there on the process keeps its position only in the keys it names (or whose topic it names)."""
+Subscriber = tuple[int, int, int]
+"""A subscribe-mode consumer: (process, first op, end op) — the op range of its run (a multi-run job shifts
+each run's ops), where its poll-skip / nonmonotonic-poll instances carry `subscribe: true`."""
 
 
 CHUNK_ROWS = 2_000_000
@@ -147,6 +183,8 @@ def analyse_batches(
     max_values: int = 1000,
     committed_info_ops: npt.NDArray[np.int64] | None = None,
     chunk_rows: int = CHUNK_ROWS,
+    resets: Sequence[Reset] = (),
+    subscribers: Sequence[Subscriber] = (),
 ) -> Iterator[pa.RecordBatch]:
     """`mapInArrow` body: gather one partition's batches and analyse them, whole keys at a time in groups of
     about `chunk_rows` rows; yield the findings."""
@@ -156,7 +194,8 @@ def analyse_batches(
     table = pa.Table.from_batches(collected)
     del collected
     for part in _key_groups(table, chunk_rows):
-        found = analyse_table(part, cap=cap, max_values=max_values, committed_info_ops=committed_info_ops)
+        found = analyse_table(part, cap=cap, max_values=max_values, committed_info_ops=committed_info_ops,
+                              resets=resets, subscribers=subscribers)
         yield from found.to_batches()
 
 
@@ -264,8 +303,13 @@ def analyse_table(
     cap: int = 100,
     max_values: int = 1000,
     committed_info_ops: npt.NDArray[np.int64] | None = None,
+    resets: Sequence[Reset] = (),
+    subscribers: Sequence[Subscriber] = (),
 ) -> pa.Table:
-    """Analyse every key in `table` (INPUT_SCHEMA columns); return FINDINGS_SCHEMA rows.
+    """Analyse every key in `table` (INPUT_SCHEMA columns and marker rows); return FINDINGS_SCHEMA rows.
+
+    `resets`: every ok or info assign / subscribe (`Reset`); `subscribers`: the subscribe-mode consumers
+    (`Subscriber`) — both for the order anomalies (`_order_anomalies`).
 
     Each key must be wholly inside `table`. Instances are capped at `cap` per kind (smallest key, value,
     offset first); per-key statistics carry the exact counts. An unseen instance lists at most `max_values`
@@ -280,6 +324,10 @@ def analyse_table(
     Cost: a hash factorisation of (key, value) over all rows, another of the log's (key, offset) (only
     the distinct offsets are sorted), a hash de-duplication of (offset, value) pairs; the rest is linear.
     """
+    marks = pc.greater_equal(table.column("src"), pa.scalar(SRC_EMPTY, pa.int8()))
+    markers = table.filter(marks)
+    if markers.num_rows:
+        table = table.filter(pc.invert(marks))
     n = table.num_rows
     if n == 0:
         return FINDINGS_SCHEMA.empty_table()
@@ -366,6 +414,28 @@ def analyse_table(
         first_ok = unseen_rows[np.lexsort((pos[unseen_rows], op[unseen_rows], gid[unseen_rows]))]
         unseen_rows = first_ok[_group_starts(gid[first_ok])]
     g1a_rows = np.flatnonzero(is_poll & (failed_writer[gid] >= 0))
+    garbage_rows = np.flatnonzero(any_poll & ~has_writer[gid])  # any poll type, at a known offset or not
+
+    # The order anomalies: positions in Jepsen's `:by-index` (the smallest value of each offset), and
+    # `:by-value` (a value's last position where it is so chosen).
+    o_min = np.full(n_off, _NONE, dtype=np.int64)
+    np.minimum.at(o_min, o_id, val[log_rows])
+    chosen = val[log_rows] == o_min[o_id]
+    by_value = np.full(ngroups, -1, dtype=np.int64)
+    np.maximum.at(by_value, log_gid[chosen], row_pos[chosen])
+    del chosen
+    time_ = _np(table.column("time"), -1)
+    m_rank = _np(pc.index_in(markers.column("key").cast(pa.string()), value_set=pa.array(names, pa.string())), -1)
+    m_src, m_op, m_process = _np(markers.column("src")), _np(markers.column("op"), -1), _np(
+        markers.column("process"), -1)
+    is_empty, is_rebalanced = (m_src == SRC_EMPTY) & (m_rank >= 0), (m_src == SRC_REBALANCED) & (m_rank >= 0)
+    order_found = _order_anomalies(
+        _Rows(krank=krank, gid=gid, val=val, off=off, has_off=has_off, src=src, op=op, process=process,
+              pos=pos, time=time_),
+        by_value=by_value, by_index=o_min, key_start=np.searchsorted(o_rank, np.arange(nkeys + 1)),
+        empty=(m_rank[is_empty], m_process[is_empty], m_op[is_empty]),
+        rebalanced=(m_rank[is_rebalanced], m_op[is_rebalanced]),
+        resets=resets, subscribers=subscribers, names=names, cap=cap)
 
     # ---- Per-key statistics (exact counts), by key rank. ------------------------------------------------
     def per_key(ranks: _I64) -> _I64:
@@ -389,6 +459,8 @@ def analyse_table(
         "duplicate": per_key(g_rank[duplicate]),
         "inconsistent-offsets": per_key(o_rank[inconsistent]),
         "G1a": per_key(krank[g1a_rows]),
+        KIND_GARBAGE: per_key(krank[garbage_rows]),
+        **{kind: counts for kind, (counts, _) in order_found.items()},
     }
 
     # ---- Instances: the `cap` smallest of each kind (only these few are looked at row by row). ----------
@@ -448,6 +520,15 @@ def analyse_table(
             emit("G1a", names[krank[r]], value=int(val[r]), offset=int(off[r]) if has_off[r] else None,
                  ops=[int(op[w]), int(op[r])], processes=[int(process[w]), int(process[r])])
 
+    if len(garbage_rows):
+        for r in garbage_rows[np.lexsort((pos[garbage_rows], op[garbage_rows], krank[garbage_rows]))][:cap].tolist():
+            emit(KIND_GARBAGE, names[krank[r]], value=int(val[r]), offset=int(off[r]) if has_off[r] else None,
+                 process=int(process[r]), ops=[int(op[r])], times=[int(time_[r])])
+
+    for kind, (_, instances) in order_found.items():
+        for inst in instances:
+            emit(kind, names[inst.pop("rank")], **inst)
+
     if len(orphans):
         o_sorted = orphans[np.lexsort((g_val[orphans], g_rank[orphans]))]
         starts = np.flatnonzero(_group_starts(g_rank[o_sorted]))
@@ -468,6 +549,221 @@ def analyse_table(
         emit(KIND_KEY, names[k], stats=stat_matrix[k].tolist())
 
     return pa.Table.from_pydict(out, schema=FINDINGS_SCHEMA)
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """The columns of one group of keys, as numpy arrays (`analyse_table`'s)."""
+
+    krank: _I64
+    gid: _I64
+    val: _I64
+    off: _I64
+    has_off: _BOOL
+    src: _I64
+    op: _I64
+    process: _I64
+    pos: _I64
+    time: _I64
+
+
+def _deltas(prev: _I64, cur: _I64) -> _I64:
+    """Jepsen's delta between positions: their difference when both are known, else 1 (no claim)."""
+    d: _I64 = cur - prev
+    d[(prev < 0) | (cur < 0)] = 1
+    return d
+
+
+def _pairs_in(major: _I64, minor: _I64, wanted_major: _I64, wanted_minor: _I64) -> _BOOL:
+    """Whether each (major, minor) pair is among the wanted pairs."""
+    if not len(wanted_major) or not len(major):
+        return np.zeros(len(major), dtype=bool)
+    ids, _, _ = _dense(np.concatenate([major, wanted_major]), np.concatenate([minor, wanted_minor]),
+                       ordered=False)
+    return _member(ids[: len(major)], ids[len(major) :])
+
+
+def _places(r: _Rows, rows: _I64) -> _I64:
+    """Each poll record's place among its op's records of its key, in the order returned. `pos` orders them,
+    except where the Parquet path's extra reads say their exact place (-1 - place): there the polls table's
+    records fill the places left free, in table order (as checker.context does). Such ops are few."""
+    place = r.pos[rows].copy()
+    neg = place < 0
+    if not bool(neg.any()):
+        return place
+    ids, _, _ = _dense(r.krank[rows], r.op[rows], ordered=False)
+    touched = np.flatnonzero(_member(ids, ids[neg]))
+    groups: dict[int, list[int]] = {}
+    for i in touched[np.argsort(place[touched], kind="stable")].tolist():
+        groups.setdefault(int(ids[i]), []).append(i)
+    for members in groups.values():  # by place: the extra reads first, then the table's records in order
+        taken = {-1 - int(place[i]) for i in members if place[i] < 0}
+        filled, q = [], 0
+        for i in members:
+            if place[i] >= 0:
+                while q in taken:
+                    q += 1
+                filled.append((i, q))
+                q += 1
+        for i in members:
+            if place[i] < 0:
+                place[i] = -1 - place[i]
+        for i, q in filled:
+            place[i] = q
+    return place
+
+
+def _empty_between(r: _Rows, a: _I64, b: _I64, e_rank: _I64, e_process: _I64, e_op: _I64) -> _BOOL:
+    """Whether an ok poll of b's process returned b's key with no records strictly between ops a and b."""
+    ne, nq = len(e_rank), len(b)
+    if not ne or not nq:
+        return np.zeros(nq, dtype=bool)
+    ids, _, _ = _dense(np.concatenate([e_rank, r.krank[b]]), np.concatenate([e_process, r.process[b]]),
+                       ordered=False)
+    _, rank = np.unique(np.concatenate([e_op, r.op[a], r.op[b]]), return_inverse=True)
+    rank = rank.astype(np.int64)
+    width = np.int64(len(rank) + 1)
+    codes = np.sort(ids[:ne] * width + rank[:ne])
+    q = ids[ne:] * width
+    lo = np.searchsorted(codes, q + rank[ne : ne + nq], side="right")
+    hi = np.searchsorted(codes, q + rank[ne + nq :], side="left")
+    found: _BOOL = hi > lo
+    return found
+
+
+def _order_anomalies(
+    r: _Rows, *, by_value: _I64, by_index: _I64, key_start: _I64, empty: tuple[_I64, _I64, _I64],
+    rebalanced: tuple[_I64, _I64], resets: Sequence[Reset], subscribers: Sequence[Subscriber], names: list[str],
+    cap: int,
+) -> dict[str, tuple[_I64, list[dict[str, Any]]]]:
+    """poll-skip, nonmonotonic-poll, int-poll-skip, int-nonmonotonic-poll, nonmonotonic-send, int-send-skip and
+    int-nonmonotonic-send, by the rules of checker.anomalies.polls and checker.anomalies.sends (Jepsen's): per
+    kind, the exact count per key rank and the `cap` first instances (by key, then op).
+
+    Every row of a key is in this partition, so each (process, key) sequence of ops and each op's records of
+    a key are whole here: one sort of the poll records and one of the sends by (key, process, op, place), then
+    linear passes. Positions are `:by-value`'s (`by_value`, per (key, value) group); `by_index` is the value
+    at each position (a key's from `key_start`), for `skipped`. Between two polls of a process, an ok poll of
+    the key with no records (`empty`: key rank, process, op) or a reset not naming the key ends the
+    comparison; a key in an op's rebalance log (`rebalanced`: key rank, op) is exempt from the int-poll
+    checks. Only the flagged pairs are looked at one by one."""
+    out: dict[str, tuple[_I64, list[dict[str, Any]]]] = {}
+    nkeys = len(names)
+    polls = np.flatnonzero((r.src == SRC_POLL) | (r.src == SRC_POLL_OTHER))
+    sends = np.flatnonzero((r.src != SRC_POLL) & (r.src != SRC_POLL_OTHER))
+    reset_by_process: dict[int, list[tuple[int, Collection[str]]]] = {}
+    for process, index, named in resets:
+        reset_by_process.setdefault(int(process), []).append((int(index), named))
+
+    def offset(row: int) -> int | None:
+        return int(r.off[row]) if r.has_off[row] else None
+
+    def reset_between(x: int, y: int) -> bool:
+        """A reset of y's process strictly between ops x and y that does not name y's key (nor its topic)."""
+        key = names[int(r.krank[y])]
+        a, b = int(r.op[x]), int(r.op[y])
+        return any(a < index < b and key not in named and key.rpartition("/")[0] not in named
+                   for index, named in reset_by_process.get(int(r.process[y]), ()))
+
+    def without_resets(a: _I64, b: _I64, d: _I64) -> tuple[_I64, _I64, _I64]:
+        if not len(b) or not reset_by_process:
+            return a, b, d
+        keep = np.array([not reset_between(x, y) for x, y in zip(a.tolist(), b.tolist(), strict=True)], dtype=bool)
+        return a[keep], b[keep], d[keep]
+
+    def sorted_rows(rows: _I64, place: _I64) -> _I64:
+        return rows[np.lexsort((place, r.op[rows], r.process[rows], r.krank[rows]))]
+
+    def within(rows: _I64) -> tuple[_I64, _I64, _I64]:
+        """Successive records of a key in one op whose positions are not consecutive: (row a, row b, delta)."""
+        a, b = rows[:-1], rows[1:]
+        same = (r.op[a] == r.op[b]) & (r.krank[a] == r.krank[b])
+        d = _deltas(by_value[r.gid[a]], by_value[r.gid[b]])
+        hit = np.flatnonzero(same & (d != 1))
+        return a[hit], b[hit], d[hit]
+
+    def groups(rows: _I64) -> tuple[_I64, _I64, _BOOL]:
+        """First and last row of each (key, process, op) group of sorted rows, and where each (key, process)
+        starts."""
+        starts = np.flatnonzero(_group_starts(r.krank[rows], r.process[rows], r.op[rows]))
+        first, last = rows[starts], rows[np.append(starts[1:], len(rows)) - 1]
+        return first, last, _group_starts(r.krank[first], r.process[first])
+
+    def finish(kind: str, a: _I64, b: _I64, d: _I64, *, between: bool, subscribe: bool = False) -> None:
+        counts = np.bincount(r.krank[b], minlength=nkeys).astype(np.int64)
+        found = []
+        for j in np.lexsort((r.op[a], r.op[b], r.krank[b]))[:cap].tolist():
+            x, y, delta = int(a[j]), int(b[j]), int(d[j])
+            process, op_y = int(r.process[y]), int(r.op[y])
+            inst: dict[str, Any] = {"rank": int(r.krank[y]), "process": process}
+            if subscribe:
+                inst["subscribe"] = any(p == process and lo <= op_y < hi for p, lo, hi in subscribers)
+            inst.update(values=[int(r.val[x]), int(r.val[y])], offsets=[offset(x), offset(y)], delta=delta)
+            if delta > 1:
+                start, i1 = int(key_start[r.krank[y]]), int(by_value[r.gid[x]])
+                i2 = int(by_value[r.gid[y]])
+                inst["skipped"] = by_index[start + i1 + 1 : start + min(i2, i1 + 1 + MAX_LISTED)].tolist()
+            rows = [x, y] if between else [y]
+            inst["ops"] = [int(r.op[i]) for i in rows]
+            times = [int(r.time[i]) for i in rows]
+            inst["times"] = times if min(times) >= 0 else None  # a send never completed: its time is not here
+            found.append(inst)
+        out[kind] = counts, found
+
+    nothing = polls[:0]
+    # ---- Polls: inside one op (int-*), then between a process's successive polls of a key. ----------------
+    p_rows = sorted_rows(polls, _places(r, polls))
+    a, b, d = within(p_rows) if len(p_rows) > 1 else (nothing, nothing, nothing)
+    if len(b) and len(rebalanced[0]):
+        keep = ~_pairs_in(r.krank[b], r.op[b], *rebalanced)
+        a, b, d = a[keep], b[keep], d[keep]
+    skip = d > 1
+    finish("int-poll-skip", a[skip], b[skip], d[skip], between=False)
+    finish("int-nonmonotonic-poll", a[~skip], b[~skip], d[~skip], between=False)
+
+    a, b, d = nothing, nothing, nothing
+    if len(p_rows) > 1:
+        first, last, seg = groups(p_rows)
+        # Each (key, process, op) group against the last ok one before it of its (key, process): only an ok
+        # poll moves the position.
+        at = np.arange(len(first), dtype=np.int64)
+        upto = np.maximum.accumulate(np.where(r.src[first] == SRC_POLL, at, -1))
+        seg_start = np.maximum.accumulate(np.where(seg, at, 0))
+        prev = np.full(len(first), -1, dtype=np.int64)
+        prev[1:] = upto[:-1]
+        j = np.flatnonzero(prev >= seg_start)
+        a, b = last[prev[j]], first[j]
+        d = _deltas(by_value[r.gid[a]], by_value[r.gid[b]])
+        hit = d != 1
+        a, b, d = a[hit], b[hit], d[hit]
+    if len(b):
+        e_rank, e_process, e_op = empty
+        # A key an op returned records for in another of its poll micro-ops was not returned empty.
+        real = ~_pairs_in(e_rank, e_op, r.krank[polls], r.op[polls])
+        keep = ~_empty_between(r, a, b, e_rank[real], e_process[real], e_op[real])
+        a, b, d = without_resets(a[keep], b[keep], d[keep])
+    skip = d > 1
+    finish("poll-skip", a[skip], b[skip], d[skip], between=True, subscribe=True)
+    finish("nonmonotonic-poll", a[~skip], b[~skip], d[~skip], between=True, subscribe=True)
+
+    # ---- Sends: inside one op (any type), then a process's successive ok / info sends to a key. -----------
+    s_rows = sorted_rows(sends, r.pos[sends])
+    a, b, d = within(s_rows) if len(s_rows) > 1 else (nothing, nothing, nothing)
+    skip = d > 1
+    finish("int-send-skip", a[skip], b[skip], d[skip], between=False)
+    finish("int-nonmonotonic-send", a[~skip], b[~skip], d[~skip], between=False)
+
+    s_rows = s_rows[r.src[s_rows] != SRC_FAIL]
+    a, b, d = nothing, nothing, nothing
+    if len(s_rows) > 1:
+        first, last, seg = groups(s_rows)
+        follows = np.flatnonzero(~seg)
+        a, b = last[follows - 1], first[follows]
+        d = _deltas(by_value[r.gid[a]], by_value[r.gid[b]])
+        hit = d < 1
+        a, b, d = without_resets(a[hit], b[hit], d[hit])
+    finish("nonmonotonic-send", a, b, d, between=True)
+    return out
 
 
 def _last_writer(rows: _I64, gid: _I64, done: _I64, op: _I64, pos: _I64, ngroups: int) -> _I64:
@@ -557,10 +853,12 @@ def _returned_first(rows: list[int], op: _I64, krank: _I64, is_poll: _BOOL, pos:
 
 
 def input_rows(sends: pa.Table, polls: pa.Table, extra_reads: pa.Table | None = None, *,
-               key_prefix: str = "") -> pa.Table:
+               key_prefix: str = "", rebalanced: dict[int, Collection[str]] | None = None,
+               empty: Iterable[tuple[int, int, str, str]] = ()) -> pa.Table:
     """The kernel's input (INPUT_SCHEMA) from a run's sends and polls tables and its extra reads
     (EXTRA_READS_SCHEMA, if any), in pyarrow: what the Spark job's scan of the Parquet tables produces, for
-    running the kernel on one machine (tests, small runs)."""
+    running the kernel on one machine (tests, small runs). With the history's rebalance logs (`rebalanced`:
+    op → keys) and empty reads (`empty`: process, op, key, type), their marker rows (`marker_rows`)."""
 
     def col(table: pa.Table, name: str) -> pa.Array:
         return table.column(name).combine_chunks().cast(pa.int64())
@@ -591,4 +889,27 @@ def input_rows(sends: pa.Table, polls: pa.Table, extra_reads: pa.Table | None = 
     if extra_reads is not None and extra_reads.num_rows:
         exact = pc.subtract(pa.scalar(-1, pa.int64()), col(extra_reads, "pos"))  # _returned_first
         parts.append(part(extra_reads, srcs(extra_reads, {"ok": SRC_POLL}, SRC_POLL_OTHER), "time", exact))
+    markers = marker_rows(rebalanced or {}, empty, key_prefix=key_prefix)
+    if markers.num_rows:
+        parts.append(markers)
     return pa.concat_tables(parts)
+
+
+def marker_rows(rebalanced: dict[int, Collection[str]], empty: Iterable[tuple[int, int, str, str]], *,
+                key_prefix: str = "", op_shift: int = 0) -> pa.Table:
+    """The marker rows (INPUT_SCHEMA) of a run's rebalance logs (op → keys) and of the keys ok polls returned
+    with no records ((process, op, key, type); other types are left out: only an ok poll moves a position)."""
+    rows: dict[str, list[Any]] = {name: [] for name in INPUT_SCHEMA.names}
+
+    def add(key: str, src: int, op: int, process: int | None) -> None:
+        for name, x in zip(INPUT_SCHEMA.names, (key_prefix + key, 0, None, src, op + op_shift, process, None, 0),
+                           strict=True):
+            rows[name].append(x)
+
+    for op, keys in rebalanced.items():
+        for key in sorted(keys):
+            add(key, SRC_REBALANCED, op, None)
+    for process, op, key, typ in empty:
+        if typ == "ok":
+            add(key, SRC_EMPTY, op, process)
+    return pa.table(rows, schema=INPUT_SCHEMA)

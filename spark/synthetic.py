@@ -44,7 +44,11 @@ import pyarrow.parquet as pq
 
 from kafka_chaos.checker.schema import POLLS_SCHEMA, SENDS_SCHEMA
 
-__all__ = ["SyntheticSpec", "generate"]
+__all__ = ["SEEDED_KINDS", "SyntheticSpec", "generate"]
+
+SEEDED_KINDS = ("lost-write", "unseen", "duplicate", "inconsistent-offsets", "G1a")
+"""The anomalies seeded, which the manifest counts; the order anomalies that follow from them (see above) are
+not in it."""
 
 MANIFEST = "manifest.json"
 _I64 = npt.NDArray[np.int64]

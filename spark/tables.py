@@ -18,13 +18,14 @@ is prefixed `<run id>/` so runs never mix.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kafka_chaos.checker.schema import EXTRA_READS_SCHEMA, POLLS_SCHEMA, SENDS_SCHEMA
 from kafka_chaos.errors import SparkReconcileError
 from kafka_chaos.spark.history import HISTORY_CANDIDATES, HistoryFrames
-from kafka_chaos.spark.kernel import SRC_FAIL, SRC_INFO, SRC_OK, SRC_POLL, SRC_POLL_OTHER
+from kafka_chaos.spark.kernel import SRC_FAIL, SRC_INFO, SRC_OK, SRC_POLL, SRC_POLL_OTHER, marker_rows
 from kafka_chaos.spark.session import first_line
 
 if TYPE_CHECKING:
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 
 _CANDIDATES = {"sends": ("sends.parquet", "sends"), "polls": ("polls.parquet", "polls"),
                "extra_reads": ("extra_reads.parquet", "extra_reads")}
+_STORED = "tables.json"  # kafka_chaos.rundir.TABLES_FILE: what the history's parse found besides the tables
 _INTEGER_TYPES = {"bigint", "int", "smallint", "tinyint"}
 _NEEDED = {
     "sends": ("value", "key", "offset", "op_index", "type", "process", "complete_time"),
@@ -39,9 +41,26 @@ _NEEDED = {
     "extra_reads": ("value", "key", "offset", "op_index", "type", "process", "time", "pos"),
 }
 _SCHEMAS = {"sends": SENDS_SCHEMA, "polls": POLLS_SCHEMA, "extra_reads": EXTRA_READS_SCHEMA}
+INPUT_DDL = "key string, value bigint, offset bigint, src tinyint, op bigint, process bigint, time bigint, pos bigint"
+"""kernel.INPUT_SCHEMA as Spark DDL."""
 OP_STRIDE = 1 << 40
 """Op indexes of run n are shifted by n × OP_STRIDE in a multi-run job, so ops of different runs never
 meet (`op % OP_STRIDE` is the history index again)."""
+
+
+@dataclass(frozen=True)
+class OrderFacts:
+    """What the order anomalies read of a run besides its rows (`tables.json`'s `extras`, which
+    `kafka-chaos check` writes beside the tables; from a history, spark/history.py reads them)."""
+
+    resets: tuple[tuple[int, int, frozenset[str]], ...] = ()
+    """(process, index, names) of every ok or info assign / subscribe (checker.tables.Reset)."""
+    subscribers: frozenset[int] = frozenset()
+    """Processes with an ok subscribe: subscribe-mode consumers."""
+    rebalanced: tuple[tuple[int, tuple[str, ...]], ...] = ()
+    """(poll op, keys its rebalance log names)."""
+    empty: tuple[tuple[int, int, str, str], ...] = ()
+    """(process, op, key, type) of each key a poll returned with no records."""
 
 
 @dataclass(frozen=True)
@@ -61,6 +80,10 @@ class RunTables:
     are empty)."""
     extra_reads: str = ""
     """`extra_reads.parquet` beside the tables (EXTRA_READS_SCHEMA); empty when the run has none."""
+    order: OrderFacts = OrderFacts()
+    """A run read from its tables: the resets, subscribe-mode consumers, rebalances and empty reads of its
+    `tables.json`; none when it has none (tables written by hand or copied without it). A run read from its
+    history finds them there (HistoryFrames.memberships, and the rows' markers)."""
 
 
 def _fs(spark: SparkSession, uri: str) -> tuple[Any, Any]:
@@ -91,7 +114,7 @@ def resolve_runs(spark: SparkSession, paths: list[str]) -> list[RunTables]:
                     "(results/<run id>, holding history.jsonl)."
                 )
             found: dict[str, tuple[str, int, int]] = {}  # table → (uri, bytes, modified ms)
-            for table, names in {**_CANDIDATES, "history": HISTORY_CANDIDATES}.items():
+            for table, names in {**_CANDIDATES, "history": HISTORY_CANDIDATES, "stored": (_STORED,)}.items():
                 for name in names:
                     uri = _join(base, name)
                     tfs, tpath = _fs(spark, uri)
@@ -118,10 +141,11 @@ def resolve_runs(spark: SparkSession, paths: list[str]) -> list[RunTables]:
         # before extra_reads.parquet existed lack the records of fail / info polls and unknown offsets.
         needed = ("sends", "polls") if history is None else ("sends", "polls", "extra_reads")
         if all(t in found for t in needed) and (history is None or min(found[t][2] for t in needed) >= history[2]):
-            extra = found.get("extra_reads")
+            extra, stored = found.get("extra_reads"), found.get("stored")
+            order = _order_facts(spark, stored[0]) if stored and stored[2] >= found["sends"][2] else OrderFacts()
             runs.append(RunTables(run=run, number=len(runs), path=raw, sends=found["sends"][0],
                                   polls=found["polls"][0], extra_reads=extra[0] if extra else "",
-                                  bytes=sum(found[t][1] for t in _CANDIDATES if t in found)))
+                                  bytes=sum(found[t][1] for t in _CANDIDATES if t in found), order=order))
         elif history is not None:
             runs.append(RunTables(run=run, number=len(runs), path=raw, sends="", polls="", bytes=history[1],
                                   history=HistoryFrames(spark, [history[0]])))
@@ -131,6 +155,22 @@ def resolve_runs(spark: SparkSession, paths: list[str]) -> list[RunTables]:
                 "polls.parquet). Pass a run directory as `kafka-chaos run` writes it (results/<run id>)."
             )
     return runs
+
+
+def _order_facts(spark: SparkSession, uri: str) -> OrderFacts:
+    """The `extras` of a run's `tables.json` (checker.stored_tables), or none if it is not one."""
+    try:
+        text = spark.read.text(uri, wholetext=True).first()
+        stored = json.loads(text[0] if text is not None else "")
+        x, m = stored["extras"], stored["meta"]
+        return OrderFacts(
+            resets=tuple((int(p), int(i), frozenset(str(n) for n in names)) for p, i, names in x["resets"]),
+            subscribers=frozenset(int(p) for p in m["subscribe_processes"]),
+            rebalanced=tuple((int(i), tuple(str(k) for k in keys)) for i, keys in x["rebalanced"]),
+            empty=tuple((int(p), int(i), str(k), str(t)) for p, i, k, t in x["empty"]),
+        )
+    except Exception:  # not the checker's (or damaged): the tables are read without it
+        return OrderFacts()
 
 
 def _expand(spark: SparkSession, paths: list[str]) -> list[str]:
@@ -238,6 +278,11 @@ def load_rows(spark: SparkSession, runs: list[RunTables], *, prefix: bool | None
                 _row_order(polls).alias("pos"),
             )
         )
+        if run.order.rebalanced or run.order.empty:
+            markers = marker_rows(dict(run.order.rebalanced), run.order.empty,
+                                  key_prefix=run.run + "/" if prefix else "",
+                                  op_shift=run.number * OP_STRIDE if prefix else 0)
+            frames.append(spark.createDataFrame([tuple(r.values()) for r in markers.to_pylist()], INPUT_DDL))
         if run.extra_reads:
             extra = _read(spark, run.extra_reads, "extra_reads")
             frames.append(

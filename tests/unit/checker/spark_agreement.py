@@ -8,25 +8,23 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from kafka_chaos.checker import analyse
 from kafka_chaos.checker.tables import parse_history
 from kafka_chaos.errors import HistoryError
 from kafka_chaos.spark import kernel
 from kafka_chaos.spark.job import _assemble
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "spark"))
-from spark_helpers import core  # the spark tests' definition of what must agree
+from spark_helpers import checker_result, core, kernel_rows  # the spark tests' definition of what must agree
 
 UNCAPPED = 10**6
 
 
 def assert_spark_agrees(text: str) -> None:
     t = parse_history(text.encode())
-    rows = kernel.analyse_table(kernel.input_rows(t.sends, t.polls, t.extras.reads), cap=UNCAPPED,
-                                max_values=UNCAPPED).to_pylist()
+    rows = kernel_rows(t, UNCAPPED)
     refused = [r for r in rows if r["kind"] == kernel.KIND_NO_WRITER]
     try:
-        expected = analyse(t.sends, t.polls, extras=t.extras).to_dict()
+        expected = checker_result(t)
     except HistoryError:
         assert refused, "the checker refused a value nobody sent; the kernel did not"
         return

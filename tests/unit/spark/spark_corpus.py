@@ -144,3 +144,39 @@ def txn_clean(h: History) -> None:
     h.txn(1, [["send", K, 3]], [["send", K, [1, 3]]])
     h.assign(2, {"keys": [K, K1], "isolation": "read_committed"})
     h.txn(2, [["poll"]], [["poll", {K: [[0, 1], [1, 3]], K1: [[0, 2]]}]])
+
+
+# ---- order: a process's successive ops, an op's successive records (checker.anomalies.polls, .sends) ------
+
+ORDER_EXPECTED = {"poll-skip": 2, "nonmonotonic-poll": 1, "int-poll-skip": 1, "int-nonmonotonic-poll": 1,
+                  "nonmonotonic-send": 1, "int-send-skip": 1, "int-nonmonotonic-send": 1}
+"""What the checker finds in `order` (the agreement tests assert it too)."""
+
+
+@case
+def order(h: History) -> None:
+    """Each order anomaly once, and what ends a comparison: an assign not naming the key, an ok poll that
+    returned the key empty, a rebalance log naming it; a subscribe-mode consumer's nonmonotonic poll."""
+    for v in range(1, 5):
+        h.send(0, [(K, v, v - 1)])  # chaos/0: 1..4 at offsets 0..3
+    h.send(5, [(K1, 11, 1), (K1, 10, 0)])  # one op, its offsets backwards: int-nonmonotonic-send
+    h.send(6, [(K1, 12, 2)])
+    h.send(5, [(K1, 13, 4), (K1, 15, 6)])  # 14 lands between: int-send-skip
+    h.send(6, [(K1, 14, 5)])
+    h.send(5, [(K1, 16, 3)])  # process 5 sent 15 at 6 before: nonmonotonic-send
+    h.assign(1, [K, K1])
+    h.poll(1, {K: [(0, 1), (1, 2)]})
+    h.poll(1, {K: [(3, 4)]})  # skips 3: poll-skip
+    h.assign(1, [K1])  # chaos/0's position ends
+    h.poll(1, {K: [(0, 1)]})  # not compared
+    h.poll(2, {K: [(0, 1)]})
+    h.poll(2, {K: []})  # returned chaos/0 empty: the position ends
+    h.poll(2, {K: [(3, 4)]})  # not compared
+    h.event(3, "invoke", "subscribe", ["chaos"])
+    h.event(3, "ok", "subscribe", ["chaos"])
+    h.poll(3, {K: [(1, 2)]})
+    h.poll(3, {K: [(0, 1)]})  # back: nonmonotonic-poll, of a subscribe-mode consumer
+    h.event(4, "invoke", "poll", [["poll"]])
+    h.event(4, "ok", "poll", [["poll", {K: [[2, 3], [0, 1]], K1: [[1, 11], [0, 10]]}]])
+    h.events[-1]["rebalance_log"] = [{"keys": [K]}]  # chaos/0 exempt; chaos/1 goes back: int-nonmonotonic-poll
+    h.poll(4, {K1: [(2, 12), (4, 13)]})  # chaos/1 jumps over 16 at 3: int-poll-skip (and a poll-skip)

@@ -9,6 +9,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from kafka_chaos.checker.schema import ANOMALIES_BAD_BY_DEFAULT
+
 FIELDS: dict[str, tuple[str, ...]] = {
     "lost-write": ("key", "value", "offset", "index", "max_read_index"),
     "unseen": ("key", "count", "values", "ops"),
@@ -16,8 +18,15 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "inconsistent-offsets": ("key", "offset", "index", "values", "ops"),
     "G1a": ("key", "value", "offset", "ops"),
     "precommitted-read": ("key", "value", "offset", "ops"),
+    **{name: ("key", "process", "values", "offsets", "delta", "skipped", "ops")
+       for name in ("int-poll-skip", "int-nonmonotonic-poll", "int-send-skip", "int-nonmonotonic-send",
+                    "nonmonotonic-send")},
+    **{name: ("key", "process", "subscribe", "values", "offsets", "delta", "skipped", "ops")
+       for name in ("poll-skip", "nonmonotonic-poll")},
 }
 """What must agree between the engines, per anomaly Spark computes."""
+if "garbage-read" in ANOMALIES_BAD_BY_DEFAULT:  # compared wherever the checker finds it too
+    FIELDS["garbage-read"] = ("key", "value", "offset", "process", "ops", "times")
 
 
 def core(result: dict[str, Any]) -> dict[str, Any]:
@@ -32,6 +41,29 @@ def core(result: dict[str, Any]) -> dict[str, Any]:
         for name, fields in FIELDS.items()
     }
     return {"anomaly_counts": counts, "anomalies": {k: v for k, v in anomalies.items() if v}}
+
+
+def kernel_rows(t: Any, cap: int = 10**6) -> list[dict[str, Any]]:
+    """The kernel's findings on a parsed history (checker.tables.HistoryTables): its three tables, and the
+    rebalance logs, empty reads, resets and subscribe-mode consumers the job reads beside them."""
+    from kafka_chaos.spark import kernel
+
+    x = t.extras
+    rows = kernel.input_rows(t.sends, t.polls, x.reads, rebalanced=dict(x.rebalanced), empty=x.empty)
+    found = kernel.analyse_table(rows, cap=cap, max_values=cap,
+                                 resets=[(r.process, r.index, r.names) for r in x.resets],
+                                 subscribers=[(p, 0, 2**62) for p in t.meta.subscribe_processes])
+    out: list[dict[str, Any]] = found.to_pylist()
+    return out
+
+
+def checker_result(t: Any) -> dict[str, Any]:
+    """The checker's findings on the same parsed history, with what the kernel is given."""
+    from kafka_chaos.checker import analyse
+
+    out: dict[str, Any] = analyse(t.sends, t.polls, extras=t.extras,
+                                  subscribe_processes=t.meta.subscribe_processes).to_dict()
+    return out
 
 
 class History:

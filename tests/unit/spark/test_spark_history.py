@@ -14,10 +14,9 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from spark_corpus import CORPUS, TXN_EXPECTED
-from spark_helpers import FIELDS, History, core
+from spark_helpers import FIELDS, History, checker_result, core
 from test_spark_job import merge, prefixed, run_spark
 
-from kafka_chaos.checker import analyse
 from kafka_chaos.checker.results import RunResults
 from kafka_chaos.checker.tables import parse_history
 from kafka_chaos.errors import SparkReconcileError
@@ -43,8 +42,7 @@ def write_history(run_dir: Path, text: str, name: str = "history.jsonl") -> Path
 def checked(text: str) -> dict[str, Any]:
     """The checker's own answer on the same history text (its parser, its analysis with what else the polls
     returned, as `kafka-chaos check` runs it)."""
-    tables = parse_history(text.encode())
-    return analyse(tables.sends, tables.polls, extras=tables.extras).to_dict()
+    return checker_result(parse_history(text.encode()))
 
 
 def test_corpus_from_jsonl_agrees_with_checker(spark_session: Any, tmp_path: Path) -> None:
@@ -312,13 +310,13 @@ general_history = _general_history()
 @given(seeds=st.lists(st.integers(0, 2**32), min_size=8, max_size=8))
 def test_general_histories_agree_with_checker(spark_session: Any, tmp_path_factory: pytest.TempPathFactory,
                                               seeds: list[int]) -> None:
-    """Eight general histories per example, each as history.jsonl and as the checker's three tables, in one
+    """Eight general histories per example, each as history.jsonl and as the checker's stored tables, in one
     multi-run job (two examples: a job of 16 runs takes ~25 s here; the kernel alone is checked on 300 in
     test_spark_kernel): Spark equals the checker (with the extra reads) on each. Histories the checker refuses (a
     value nobody sent, `:no-writer-of`) are left to test_a_value_nobody_sent_stops_spark_as_the_checker."""
     import random
 
-    from kafka_chaos.checker.tables import write_tables
+    from kafka_chaos.checker.stored_tables import write_stored_tables
     from kafka_chaos.errors import HistoryError
 
     base = tmp_path_factory.mktemp("general")
@@ -331,7 +329,7 @@ def test_general_histories_agree_with_checker(spark_session: Any, tmp_path_facto
             continue
         runs.append(write_history(base / f"g{n}", text))
         (base / f"t{n}").mkdir()
-        write_tables(parse_history(text.encode()), base / f"t{n}")
+        write_stored_tables(parse_history(text.encode()), base / f"t{n}")  # what `kafka-chaos check` writes
         runs.append(base / f"t{n}")
         expected += [prefixed(result, f"g{n}"), prefixed(result, f"t{n}")]
     assert core(run_spark(spark_session, runs)) == core(merge(*expected))
@@ -364,7 +362,8 @@ def test_general_history_rules(spark_session: Any, tmp_path: Path) -> None:
     text = history_text(h)
     expected = checked(text)
     assert {k: v for k, v in expected["anomaly_counts"].items() if k in FIELDS} == {
-        "inconsistent-offsets": 1, "duplicate": 1, "G1a": 1, "precommitted-read": 1, "unseen": 1}
+        "inconsistent-offsets": 1, "duplicate": 1, "G1a": 1, "precommitted-read": 1, "unseen": 1,
+        "int-poll-skip": 1}  # the ok poll read 1 then 2, whose last position (offset 3, the info poll) is 2 on
     assert [i["offset"] for i in expected["anomalies"]["G1a"]] == [None]
     (tmp_path / "tables").mkdir()
     write_tables(parse_history(text.encode()), tmp_path / "tables")
@@ -393,3 +392,58 @@ def test_a_value_nobody_sent_stops_spark_as_the_checker(spark_session: Any, tmp_
         with pytest.raises(SparkReconcileError, match=r"key chaos/0: value 99 .* no op sent it") as err:
             run_spark(spark_session, [run])
         assert err.value.exit_code == 2
+
+
+def test_order_anomalies_from_jsonl_and_from_the_stored_tables(spark_session: Any, tmp_path: Path) -> None:
+    """The order anomalies need what the history says besides the records (assign / subscribe resets, an
+    empty read, a rebalance log, subscribe-mode consumers): Spark reads them from history.jsonl, and from the
+    `tables.json` `kafka-chaos check` stores beside the tables; both give the checker's instances."""
+    from spark_corpus import ORDER_EXPECTED
+
+    from kafka_chaos.checker.stored_tables import write_stored_tables
+    from kafka_chaos.spark.kernel import ORDER_KINDS
+
+    text = history_text(CORPUS["order"]())
+    expected = checked(text)
+    assert {k: v for k, v in expected["anomaly_counts"].items() if k in ORDER_KINDS} == ORDER_EXPECTED
+    jsonl = write_history(tmp_path / "jsonl", text)
+    stored = write_history(tmp_path / "stored", text)
+    write_stored_tables(parse_history(text.encode()), stored)
+    alone = run_spark(spark_session, [jsonl])
+    assert core(alone) == core(expected)
+    assert alone["not_checked"] == {"G0": alone["not_checked"]["G0"], "G1c": alone["not_checked"]["G1c"]}
+    result = run_spark(spark_session, [jsonl, stored])
+    assert result["stats"]["source"] == "history and Parquet"
+    assert core(result) == core(merge(prefixed(expected, "jsonl"), prefixed(expected, "stored")))
+    assert [(i["key"], i["subscribe"], i["times"]) for i in result["anomalies"]["nonmonotonic-poll"]] == [
+        (f"{run}/chaos/0", True, i["times"]) for run in ("jsonl", "stored")
+        for i in expected["anomalies"]["nonmonotonic-poll"]]
+
+
+def test_resets_are_read_alike_from_a_local_file_and_by_spark(spark_session: Any, tmp_path: Path) -> None:
+    """The resets and subscribe-mode consumers the kernel is given: a local plain history is searched without
+    Spark, a compressed one (or a URI) by a Spark job; both find the checker's."""
+    from kafka_chaos.spark.history import HistoryFrames, _membership_lines
+
+    h = CORPUS["order"]()
+    h.event(7, "invoke", "assign", {"keys": [K1], "isolation": "read_committed"})
+    h.event(7, "info", "assign", None)  # indefinite: a reset naming what the invoke named
+    h.event(8, "invoke", "subscribe", ["chaos"])
+    h.event(8, "fail", "subscribe", ["chaos"])  # failed: no reset
+    text = history_text(h) + '{"process": 9, "f": "assign", "type": "ok"\n'  # a cut line: left out
+    plain = write_history(tmp_path / "plain", text)
+    zipped = tmp_path / "zipped"
+    zipped.mkdir()
+    (zipped / "history.jsonl.gz").write_bytes(gzip.compress(text.encode()))
+    tables = parse_history(history_text(h).encode())
+    expected = ([(r.process, r.index, r.names) for r in tables.extras.resets], set(tables.meta.subscribe_processes))
+    assert len(expected[0]) == 4 and expected[1] == {3}
+    local = HistoryFrames(spark_session, [str(plain / "history.jsonl")])
+    assert local._local_file() is not None
+    assert local.memberships() == expected
+    whole = _membership_lines(plain / "history.jsonl")
+    assert _membership_lines(plain / "history.jsonl", block_size=50) == whole  # lines cut across blocks
+    assert len(whole) == 10  # five ops, invoke and completion (the failed subscribe too; the cut line not)
+    by_spark = HistoryFrames(spark_session, [f"file://{zipped}/history.jsonl.gz"])
+    assert by_spark._local_file() is None
+    assert by_spark.memberships() == expected

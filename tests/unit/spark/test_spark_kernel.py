@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import pyarrow as pa
 import pytest
 from spark_corpus import CORPUS
-from spark_helpers import core
+from spark_helpers import checker_result, core, kernel_rows
 
 from kafka_chaos.checker import analyse
 from kafka_chaos.spark import kernel
@@ -124,9 +126,11 @@ def test_every_anomaly_is_computed_or_not_checked() -> None:
     from kafka_chaos.checker.schema import ANOMALIES_BAD_BY_DEFAULT
     from kafka_chaos.spark.job import COMPUTED, NOT_CHECKED
 
-    assert set(ANOMALIES_BAD_BY_DEFAULT) == set(COMPUTED) | set(NOT_CHECKED)
+    # garbage-read: computed by both engines; compared wherever the checker computes it (spark_helpers).
+    assert set(ANOMALIES_BAD_BY_DEFAULT) | {"garbage-read"} == set(COMPUTED) | set(NOT_CHECKED)
     assert not set(COMPUTED) & set(NOT_CHECKED)
-    assert set(FIELDS) == set(COMPUTED)
+    assert set(FIELDS) | {"garbage-read"} == set(COMPUTED)
+    assert set(NOT_CHECKED) == {"G0", "G1c"}
     result = _assemble([], 10)
     assert result["not_checked"] == NOT_CHECKED
     for name in ("G0", "G1c"):
@@ -149,11 +153,10 @@ def test_kernel_agrees_with_checker_on_general_histories() -> None:
     refused = found = 0
     for seed in range(300):
         t = parse_history(general_history(random.Random(seed)).encode())
-        rows = kernel.analyse_table(kernel.input_rows(t.sends, t.polls, t.extras.reads), cap=10**6,
-                                    max_values=10**6).to_pylist()
+        rows = kernel_rows(t)
         orphans = [r for r in rows if r["kind"] == kernel.KIND_NO_WRITER]
         try:
-            expected = analyse(t.sends, t.polls, extras=t.extras).to_dict()
+            expected = checker_result(t)
         except HistoryError:
             refused += 1
             assert orphans, seed
@@ -171,3 +174,64 @@ def test_the_findings_ddl_spark_reads_names_every_column_the_kernel_writes() -> 
 
     ddl_names = [part.strip().split(" ", 1)[0] for part in FINDINGS_DDL.replace("array<bigint>", "array").split(",")]
     assert ddl_names == FINDINGS_SCHEMA.names
+
+
+def test_order_anomalies_are_the_checkers_instance_for_instance() -> None:
+    """The order anomalies with the resets, rebalance log, empty read and subscribe-mode consumer the history
+    holds: the kernel's counts are the checker's, and so is every field of every instance (the verdict's
+    aside, which `reconcile` gives)."""
+    from spark_corpus import ORDER_EXPECTED
+
+    from kafka_chaos.checker.tables import parse_history
+    from kafka_chaos.spark.kernel import ORDER_KINDS
+
+    h = CORPUS["order"]()
+    h.event("harness", "info", "drain-complete", True)
+    t = parse_history("".join(json.dumps(e) + "\n" for e in h.events).encode())
+    expected = checker_result(t)
+    assert {k: v for k, v in expected["anomaly_counts"].items() if k in ORDER_KINDS} == ORDER_EXPECTED
+    result = _assemble(kernel_rows(t), 10**6)
+    verdict = ("bad", "verdict", "reason")
+    for kind in ORDER_KINDS:
+        assert result["anomaly_counts"][kind] == ORDER_EXPECTED[kind]
+        assert result["anomalies"][kind] == [
+            {f: v for f, v in i.items() if f not in verdict} for i in expected["anomalies"][kind]], kind
+    assert [i["subscribe"] for i in result["anomalies"]["nonmonotonic-poll"]] == [True]
+
+
+def test_without_resets_the_kernel_compares_across_them() -> None:
+    """The resets decide: without them (and without the empty read and the rebalance log), the kernel finds
+    the comparisons they end — so the agreement above is not an agreement on nothing."""
+    from kafka_chaos.checker.tables import parse_history
+
+    h = CORPUS["order"]()
+    t = parse_history("".join(json.dumps(e) + "\n" for e in h.events).encode())
+    bare = _assemble(kernel.analyse_table(kernel.input_rows(t.sends, t.polls), cap=10**6).to_pylist(), 10**6)
+    assert bare["anomaly_counts"]["nonmonotonic-poll"] == 2  # after the assign not naming chaos/0
+    assert bare["anomaly_counts"]["int-nonmonotonic-poll"] == 2  # chaos/0 in the rebalanced poll too
+    assert bare["anomaly_counts"]["poll-skip"] == 3  # across the empty read
+
+
+def test_garbage_reads_are_records_of_values_no_send_carried() -> None:
+    """A value no send carried, read by an ok poll and by a failed one (above what the ok polls reached, so
+    nothing is refused): one garbage-read per record, with the poll's op, process, offset and time; a value
+    only a failed send carried is not garbage (it is a G1a)."""
+    from spark_helpers import History
+
+    from kafka_chaos.checker.tables import parse_history
+
+    h = History()
+    h.send(0, [("chaos/0", 1, 0)])
+    h.send(0, [("chaos/0", 2, None)], type_="fail")
+    ok = h.poll(1, {"chaos/0": [(0, 1), (1, 77), (2, 2)]})
+    h.event(2, "invoke", "poll", [["poll"]])
+    failed = h.event(2, "fail", "poll", [["poll", {"chaos/0": [[5, 88]]}]])
+    t = parse_history("".join(json.dumps(e) + "\n" for e in h.events).encode())
+    result = _assemble(kernel_rows(t), 10**6)
+    assert result["anomaly_counts"]["garbage-read"] == 2
+    assert result["anomalies"]["garbage-read"] == [
+        {"key": "chaos/0", "value": 77, "offset": 1, "process": 1, "ops": [ok], "times": [(ok + 1) * 1000]},
+        {"key": "chaos/0", "value": 88, "offset": 5, "process": 2, "ops": [failed],
+         "times": [(failed + 1) * 1000]},
+    ]
+    assert [i["value"] for i in result["anomalies"]["G1a"]] == [2]
