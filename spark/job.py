@@ -118,7 +118,6 @@ CYCLES = f"cycles (G0, G1c) are {_CHECK}"
 NOT_CHECKED: dict[str, str] = {
     "G0": CYCLES,
     "G1c": CYCLES,
-    "garbage-read": f"reads of values no send carried: not computed by the Spark job; {_CHECK}",
 }
 """What the job does not compute, and why: the result's `not_checked` (docs/architecture.md §4), so a zero
 is never read into an anomaly nobody looked for."""
