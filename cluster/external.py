@@ -106,6 +106,9 @@ class ExternalNode:
     def free_disk(self) -> int:
         return 0
 
+    def disk_faults(self, **settings: Any) -> dict[str, Any]:
+        raise ClusterError("disk faults need a cluster kafka-chaos starts (its disks are kafka-chaos's own)")
+
     def status(self) -> str:
         return self.state
 

@@ -265,6 +265,16 @@ class KafkaNode:
             raise ClusterError(f"{self.name} has no volatile disk: power-loss needs cluster.volatile_disks")
         return self.disk.power_off()
 
+    def disk_faults(self, **settings: Any) -> dict[str, Any]:
+        """Arm or disarm faults of this node's volatile disk (cluster.volatile_disk.DiskFaults.arm); returns what
+        is armed and what the faults did. A disk unmounted by a power loss has nothing armed: its next mount
+        starts healthy."""
+        if self.disk is None:
+            raise ClusterError(f"{self.name} has no volatile disk: disk faults need cluster.volatile_disks")
+        if not self.disk.mounted:
+            return {"mounted": False}
+        return self.disk.arm_faults(**settings)
+
     def fill_disk(self, free_mb: float) -> dict[str, int]:
         """Fill this node's sized disk until `free_mb` MiB are left (cluster.sized_disk)."""
         if self.sized is None:

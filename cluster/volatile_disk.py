@@ -16,6 +16,12 @@ as a plain bind volume and needs no privilege), and records what each file would
 `power_off` (after the node's processes are SIGKILLed) puts every file back to what was synced, refuses any late
 write (the kernel's write-back of a dead process's mapped pages) and unmounts; `power_on` mounts the backing
 directory again for the node's restart.
+
+Disk faults beyond power loss (docs/architecture.md §5) are armed through the control socket while the disk is
+mounted (`DiskFaults`): every fsync `fsync_delay_ms` slower (slow-disk), or reads, writes or fsyncs failing with
+EIO, optionally only for paths matching a glob (disk-error). With the kernel's write-back cache a failed write
+reaches the program at its next fsync, and a read served from the page cache never reaches the daemon: EIO on
+read hits data the node has not read lately.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
+import fnmatch
 import hashlib
 import json
 import os
@@ -68,6 +75,59 @@ class FileLoss:
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v is not None}
+
+
+DISK_OPS = ("fsync", "write", "read")
+"""What a disk-error can fail: fsync; write (also create and truncate); read."""
+
+
+class DiskFaults:
+    """What the disk does wrong while armed, and what it did (the answer to {"cmd": "faults"}): fsyncs delayed,
+    EIO returned per operation. Thread-safe: FUSE calls it from many threads."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.fsync_delay_ms = 0
+        self.eio_ops: frozenset[str] = frozenset()
+        self.eio_glob: str | None = None
+        self.delayed_fsyncs = 0
+        self.delayed_ms = 0
+        self.eio_returned: dict[str, int] = {}
+
+    def arm(self, request: dict[str, Any]) -> None:
+        """Apply the settings a command names (absent keys keep theirs): `fsync_delay_ms`, and `eio` as
+        {"ops": [...], "glob": ...} or None to stop failing."""
+        with self._lock:
+            if "fsync_delay_ms" in request:
+                self.fsync_delay_ms = max(0, int(request["fsync_delay_ms"]))
+            if "eio" in request:
+                eio = request["eio"] or {}
+                ops = frozenset(eio.get("ops", DISK_OPS if eio else ()))
+                unknown = ops - set(DISK_OPS)
+                if unknown:
+                    raise ValueError(f"unknown disk operations {sorted(unknown)}; known: {list(DISK_OPS)}")
+                self.eio_ops, self.eio_glob = ops, eio.get("glob")
+
+    def fsync_delay_s(self) -> float:
+        with self._lock:
+            if self.fsync_delay_ms:
+                self.delayed_fsyncs += 1
+                self.delayed_ms += self.fsync_delay_ms
+            return self.fsync_delay_ms / 1000
+
+    def fails(self, op: str, rel: str) -> bool:
+        """Whether `op` on `rel` fails with EIO now (counted when it does)."""
+        with self._lock:
+            if op not in self.eio_ops or (self.eio_glob is not None and not fnmatch.fnmatchcase(rel, self.eio_glob)):
+                return False
+            self.eio_returned[op] = self.eio_returned.get(op, 0) + 1
+            return True
+
+    def to_dict(self) -> dict[str, Any]:
+        with self._lock:
+            return {"fsync_delay_ms": self.fsync_delay_ms, "eio_ops": sorted(self.eio_ops),
+                    "eio_glob": self.eio_glob, "delayed_fsyncs": self.delayed_fsyncs, "delayed_ms": self.delayed_ms,
+                    "eio_returned": dict(self.eio_returned)}
 
 
 def segment_end_offset(path: Path) -> int | None:
@@ -150,6 +210,17 @@ class UnsyncedWrites:
         for rel in [r for r, s in self.files.items() if now - s.dirty_since >= self.writeback_after_s]:
             del self.files[rel]
 
+    def synced_prefix(self, rel: str) -> int:
+        """How many leading bytes of a file are as they were at its last fsync (its whole size if clean)."""
+        state = self.files.get(rel)
+        try:
+            size = os.stat(self.root / rel).st_size
+        except FileNotFoundError:
+            return 0
+        if state is None:
+            return size
+        return min(size, state.synced_size, *(b * BLOCK for b in state.blocks))
+
     def unsynced_bytes(self) -> int:
         total = 0
         for rel, state in self.files.items():
@@ -182,8 +253,9 @@ class UnsyncedWrites:
         return losses
 
 
-def _fuse_operations(backing: Path, writes: UnsyncedWrites) -> Any:
-    """The pass-through file system over `backing` (mfusepy on libfuse 3), recording into `writes`."""
+def _fuse_operations(backing: Path, writes: UnsyncedWrites, faults: DiskFaults | None = None) -> Any:
+    """The pass-through file system over `backing` (mfusepy on libfuse 3), recording into `writes`, failing or
+    slowing as `faults` says."""
     import mfusepy
     from mfusepy import FuseOSError
 
@@ -193,6 +265,7 @@ def _fuse_operations(backing: Path, writes: UnsyncedWrites) -> Any:
         def __init__(self) -> None:
             self.mutex = threading.RLock()
             self.powered = True
+            self.faults = faults or DiskFaults()
 
         def init_with_config(self, conn: Any, config: Any) -> None:
             # The kernel's write-back cache gathers small appends into page-sized writes (the daemon's cost is
@@ -213,6 +286,10 @@ def _fuse_operations(backing: Path, writes: UnsyncedWrites) -> Any:
 
         def _check_power(self) -> None:
             if not self.powered:
+                raise FuseOSError(errno.EIO)
+
+        def _check_fault(self, op: str, path: str) -> None:
+            if self.faults.fails(op, self._rel(path)):
                 raise FuseOSError(errno.EIO)
 
         def power_off(self) -> list[FileLoss]:
@@ -299,6 +376,7 @@ def _fuse_operations(backing: Path, writes: UnsyncedWrites) -> Any:
         def create(self, path: str, mode: int, fi: Any = None) -> int:
             with self.mutex:
                 self._check_power()
+                self._check_fault("write", path)
                 fh = os.open(self._path(path), os.O_RDWR | os.O_CREAT | os.O_TRUNC, mode)
                 writes.created(self._rel(path), time.monotonic())
             return fh
@@ -317,17 +395,20 @@ def _fuse_operations(backing: Path, writes: UnsyncedWrites) -> Any:
 
         def read(self, path: str, size: int, offset: int, fh: int) -> bytes:
             self._check_power()
+            self._check_fault("read", path)
             return os.pread(fh, size, offset)
 
         def write(self, path: str, data: bytes, offset: int, fh: int) -> int:
             with self.mutex:
                 self._check_power()
+                self._check_fault("write", path)
                 writes.before_write(self._rel(path), offset, len(data), time.monotonic())
                 return os.pwrite(fh, data, offset)
 
         def truncate(self, path: str, length: int, fh: int | None = None) -> int:
             with self.mutex:
                 self._check_power()
+                self._check_fault("write", path)
                 writes.before_truncate(self._rel(path), length, time.monotonic())
                 if fh is not None:
                     os.ftruncate(fh, length)
@@ -339,6 +420,10 @@ def _fuse_operations(backing: Path, writes: UnsyncedWrites) -> Any:
             raise FuseOSError(errno.EOPNOTSUPP)  # callers fall back to writing (Kafka preallocates by setLength)
 
         def fsync(self, path: str, datasync: int, fh: int) -> int:
+            delay_s = self.faults.fsync_delay_s()
+            if delay_s:
+                time.sleep(delay_s)  # outside the lock: a slow fsync holds back its caller, not other files' I/O
+            self._check_fault("fsync", path)
             with self.mutex:
                 self._check_power()
                 os.fsync(fh)
@@ -359,7 +444,9 @@ def _fuse_operations(backing: Path, writes: UnsyncedWrites) -> Any:
 
 
 def _serve_control(sock_path: Path, ops: Any, writes: UnsyncedWrites) -> None:
-    """One JSON command per connection: {"cmd": "status"} or {"cmd": "power-off"}."""
+    """One JSON command per connection: {"cmd": "status"}, {"cmd": "power-off"}, {"cmd": "settle"} or
+    {"cmd": "faults", ...} (`DiskFaults.arm`; answers what is armed and what it did). A bad command is answered
+    {"error": "..."}."""
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     with contextlib.suppress(FileNotFoundError):
         sock_path.unlink()
@@ -369,8 +456,17 @@ def _serve_control(sock_path: Path, ops: Any, writes: UnsyncedWrites) -> None:
         conn, _ = server.accept()
         with conn:
             request = json.loads(conn.makefile().readline() or "{}")
-            if request.get("cmd") == "power-off":
-                answer: dict[str, Any] = {"files": [loss.to_dict() for loss in ops.power_off()]}
+            if request.get("cmd") == "faults":
+                try:
+                    ops.faults.arm(request)
+                    answer: dict[str, Any] = ops.faults.to_dict()
+                except (ValueError, TypeError) as err:
+                    answer = {"error": str(err)}
+            elif request.get("cmd") == "power-off":
+                answer = {"files": [loss.to_dict() for loss in ops.power_off()]}
+            elif request.get("cmd") == "synced":
+                with ops.mutex:
+                    answer = {"synced_size": writes.synced_prefix(str(request.get("path", "")))}
             elif request.get("cmd") == "settle":
                 with ops.mutex:
                     answer = {"settled_files": len(writes.files)}
@@ -499,13 +595,39 @@ class VolatileDisk:
                 raise ClusterError(f"the volatile disk at {self.mountpoint} did not mount: {tail.strip()}")
             time.sleep(0.05)
 
-    def _ask(self, cmd: str, timeout_s: float = 60.0) -> dict[str, Any]:
+    def _ask(self, cmd: str, timeout_s: float = 60.0, **fields: Any) -> dict[str, Any]:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
             s.settimeout(timeout_s)
             s.connect(str(self.control))
-            s.sendall((json.dumps({"cmd": cmd}) + "\n").encode())
+            s.sendall((json.dumps({"cmd": cmd, **fields}) + "\n").encode())
             answer: dict[str, Any] = json.loads(s.makefile().readline())
+            if "error" in answer:
+                raise ClusterError(f"the volatile disk at {self.mountpoint} refused {cmd}: {answer['error']}")
             return answer
+
+    def arm_faults(self, **settings: Any) -> dict[str, Any]:
+        """Arm (or disarm) disk faults (`DiskFaults.arm`); returns what is armed and what the faults did so far."""
+        return self._ask("faults", **settings)
+
+    def slow_fsyncs(self, delay_ms: int) -> dict[str, Any]:
+        """Every fsync from now on takes `delay_ms` more (0: back to normal). Returns the disk's fault state."""
+        return self.arm_faults(fsync_delay_ms=delay_ms)
+
+    def fail_io(self, ops: list[str] | tuple[str, ...] = DISK_OPS, glob: str | None = None) -> dict[str, Any]:
+        """`ops` (of DISK_OPS) fail with EIO from now on, on paths matching `glob` (relative to the data directory;
+        `*` matches across `/`), or on every path."""
+        return self.arm_faults(eio={"ops": list(ops), "glob": glob})
+
+    def clear_faults(self) -> dict[str, Any]:
+        """No more delays or errors; returns what the disk did while they were armed."""
+        return self.arm_faults(fsync_delay_ms=0, eio=None)
+
+    def faults(self) -> dict[str, Any]:
+        return self.arm_faults()
+
+    def synced_size(self, rel: str) -> int:
+        """How many leading bytes of `rel` (relative to the data directory) were fsynced."""
+        return int(self._ask("synced", path=rel)["synced_size"])
 
     def status(self) -> dict[str, Any]:
         return self._ask("status")

@@ -20,6 +20,7 @@ from kafka_chaos.faults.targets import LiveCluster
 NODE_FAULTS = tuple(k for k, info in KINDS.items() if info.family == "process")
 LINK_FAULTS = tuple(k for k, info in KINDS.items() if info.family == "client-link")
 NODE_LINK_FAULTS = tuple(k for k, info in KINDS.items() if info.family == "node-link")
+DISK_FAULTS = tuple(k for k, info in KINDS.items() if info.family == "disk")
 HEAL_NAMES = {k: info.heal for k, info in KINDS.items()}
 
 
@@ -119,6 +120,37 @@ class DiskFull:
                 node.start()
                 started.append(n)
         return {"nodes": nodes, "freed": freed, "started": started}
+
+
+@dataclass
+class DiskFault:
+    """slow-disk / disk-error on each target's volatile disk, armed through its daemon (cluster.volatile_disk);
+    the heal disarms it, records what the disk did meanwhile (fsyncs delayed, EIO returned per operation) and
+    starts a node that stopped (Kafka halts a broker whose only log directory failed)."""
+
+    name: str
+    cluster: LiveCluster
+    params: dict[str, Any]
+
+    def settings(self) -> dict[str, Any]:
+        if self.name == "slow-disk":
+            return {"fsync_delay_ms": int(self.params.get("delay_ms", 0))}
+        return {"eio": {"ops": list(self.params.get("ops", ())), "glob": self.params.get("glob")}}
+
+    def start(self, nodes: list[int]) -> dict[str, Any]:
+        settings = self.settings()
+        disks = {str(n): self.cluster.nodes[n].disk_faults(**settings) for n in nodes}
+        return {"nodes": nodes, **self.params, "disks": disks}
+
+    def heal(self, nodes: list[int]) -> dict[str, Any]:
+        did, started = {}, []
+        for n in nodes:
+            node = self.cluster.nodes[n]
+            did[str(n)] = node.disk_faults(fsync_delay_ms=0, eio=None)
+            if not node.running():
+                node.start()
+                started.append(n)
+        return {"nodes": nodes, "disks": did, "started": started}
 
 
 @dataclass

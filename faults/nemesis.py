@@ -23,6 +23,7 @@ from kafka_chaos.faults.kinds import (
     LINK_FAULTS,
     NODE_FAULTS,
     NODE_LINK_FAULTS,
+    DiskFault,
     DiskFull,
     Fault,
     LinkFault,
@@ -83,6 +84,8 @@ class Nemesis:
             return PowerLossFault(self.cluster)
         if info.effect == "disk-full":
             return DiskFull(self.cluster, float(p.params.get("free_mb", 0.0)))
+        if info.family == "disk":
+            return DiskFault(p.kind, self.cluster, p.params)
         if info.family == "process":
             return NodeFault(p.kind, self.cluster)
         if info.family == "network":

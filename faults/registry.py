@@ -13,8 +13,10 @@ from typing import Literal, get_args
 
 FaultKind = Literal["kill", "power-loss", "disk-full", "stop", "pause", "partition", "latency", "bandwidth", "timeout",
                     "reset_peer", "link-down", "link-latency", "link-bandwidth", "link-timeout", "link-reset",
-                    "link-slicer", "link-cut", "link-flap"]
-Family = Literal["process", "network", "client-link", "node-link", "operation"]
+                    "link-slicer", "link-cut", "link-flap", "slow-disk", "disk-error"]
+Family = Literal["process", "network", "client-link", "node-link", "operation", "disk"]
+"""`disk`: the node's disk misbehaves while the node runs (cluster.volatile_disk's faults); the node is not taken
+down by the fault itself, though Kafka may stop a broker whose only log directory fails."""
 Need = Literal["toxiproxy", "volatile-disks", "sized-disks", "link-proxies"]
 NodeEffect = Literal["crash", "power-loss", "disk-full", "stop", "freeze"]
 """What a process kind does to its node: SIGKILL; SIGKILL and the unsynced writes lost; writes failing; a clean
@@ -109,6 +111,15 @@ KINDS: dict[str, FaultKindInfo] = {
                    silences=True, proxy="disable"),
         _node_link("link-flap", "links between nodes down and up every period_ms", "#637939", blocks=True,
                    proxy="flap"),
+        # the node's volatile disk misbehaving under a running node (cluster.volatile_disk.DiskFaults)
+        FaultKindInfo("slow-disk", "slow-disk-heal", "disk",
+                      "every fsync of the node's data directory takes delay_ms more; back to normal at the heal",
+                      "#e6550d", frozenset({"volatile-disks"})),
+        FaultKindInfo("disk-error", "disk-error-heal", "disk",
+                      "reads, writes and/or fsyncs (ops) of the node's data directory, or of the paths matching "
+                      "glob, fail with EIO (KIP-112: the log directory goes offline; with one directory the broker "
+                      "stops); the heal ends the errors and starts the node if it stopped", "#636363",
+                      frozenset({"volatile-disks"})),
     )
 }
 assert set(KINDS) == set(get_args(FaultKind)), "FaultKind and KINDS must name the same kinds"

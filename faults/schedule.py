@@ -8,14 +8,19 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kafka_chaos.cluster.volatile_disk import DISK_OPS
 from kafka_chaos.faults.node_links import Direction, Selector
 from kafka_chaos.faults.partitions import Shape
 from kafka_chaos.faults.registry import KINDS, FaultKind
 from kafka_chaos.faults.targets import Target
+
+DiskOp = Literal["fsync", "write", "read"]
+ALL_DISK_OPS: tuple[DiskOp, ...] = get_args(DiskOp)
+assert ALL_DISK_OPS == DISK_OPS, "DiskOp and cluster.volatile_disk.DISK_OPS must name the same operations"
 
 
 class _Strict(BaseModel):
@@ -38,6 +43,11 @@ class FaultSpec(_Strict):
     direction: Direction = Field("both", description="both: the links each way; one-way: only from → to")
     period_ms: int = Field(1000, ge=50, description="link-flap: down for period_ms, up for period_ms, …")
     free_mb: float = Field(0, ge=0, description="disk-full: MiB left free on the disk")
+    # disk faults on the volatile disk (cluster.volatile_disk)
+    delay_ms: int = Field(100, ge=0, description="slow-disk: ms added to every fsync")
+    ops: list[DiskOp] = Field(default_factory=lambda: list(ALL_DISK_OPS), min_length=1,
+                              description="disk-error: which operations fail with EIO")
+    glob: str | None = Field(None, description="disk-error: only paths (relative to the data directory) matching it")
     # Written into scenario.resolved.toml: the node ids `target` resolved to when the recorded run fired it.
     # A run by rule ignores it; `kafka-chaos run --replay-nodes` aims the fault at these ids instead.
     nodes: list[int] | None = None
@@ -58,6 +68,9 @@ class FaultGenerator(_Strict):
     direction: Direction = "both"
     period_ms: int = Field(1000, ge=50)
     free_mb: float = Field(0, ge=0)
+    delay_ms: int = Field(100, ge=0)
+    ops: list[DiskOp] = Field(default_factory=lambda: list(ALL_DISK_OPS), min_length=1)
+    glob: str | None = None
 
 
 class FaultsConfig(_Strict):
@@ -109,6 +122,10 @@ class PlannedFault:
 def _link_params(kind: str, spec: FaultSpec | FaultGenerator, jitter_ms: int = 0) -> dict[str, Any]:
     """The options of a kind that take any: which links and how, delays, rates, a flap's period, free space."""
     params: dict[str, Any] = {}
+    if kind == "slow-disk":
+        return {"delay_ms": spec.delay_ms}
+    if kind == "disk-error":
+        return {"ops": list(spec.ops), "glob": spec.glob}
     if "sized-disks" in KINDS[kind].needs:
         return {"free_mb": spec.free_mb}
     if KINDS[kind].family == "node-link":

@@ -1,0 +1,70 @@
+"""Disk faults beyond power loss on the volatile disk itself, without Kafka: a real FUSE mount on this machine.
+What is asserted is what the daemon reports it did (fsyncs delayed, EIO returned), never wall-clock time."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from kafka_chaos.cluster.volatile_disk import VolatileDisk, missing_requirements
+from kafka_chaos.errors import ClusterError
+
+pytestmark = pytest.mark.skipif(bool(missing_requirements()), reason="; ".join(missing_requirements()))
+
+
+def _write_and_sync(path: Path, data: bytes) -> None:
+    with open(path, "ab") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def test_a_slow_disk_delays_every_fsync_by_the_armed_delay_and_stops_after_the_heal(disk: VolatileDisk) -> None:
+    assert disk.slow_fsyncs(40)["fsync_delay_ms"] == 40
+    for _ in range(3):
+        _write_and_sync(disk.mountpoint / "00000000000000000000.log", b"x" * 100)
+    armed = disk.faults()
+    assert armed["delayed_fsyncs"] >= 3 and armed["delayed_ms"] == 40 * armed["delayed_fsyncs"]
+    healed = disk.clear_faults()
+    assert healed["fsync_delay_ms"] == 0 and healed["delayed_fsyncs"] == armed["delayed_fsyncs"]
+    _write_and_sync(disk.mountpoint / "00000000000000000000.log", b"y")
+    assert disk.faults()["delayed_fsyncs"] == armed["delayed_fsyncs"], "no fsync is delayed after the heal"
+    assert (disk.mountpoint / "00000000000000000000.log").read_bytes() == b"x" * 300 + b"y"
+
+
+def test_eio_on_the_chosen_operations_and_paths_only_and_not_after_the_heal(disk: VolatileDisk) -> None:
+    m = disk.mountpoint
+    (m / "chaos-0").mkdir()
+    (m / "other").mkdir()
+    # written behind the mount's back, so no page of it is cached and a read has to reach the daemon
+    (disk.backing / "chaos-0" / "cold.log").write_bytes(b"c" * 5000)
+    disk.fail_io(["fsync", "read"], glob="chaos-0/*")
+    with pytest.raises(OSError) as err:
+        _write_and_sync(m / "chaos-0" / "00000000000000000000.log", b"x" * 10)
+    assert err.value.errno == 5  # EIO
+    with pytest.raises(OSError) as err:
+        (m / "chaos-0" / "cold.log").read_bytes()
+    assert err.value.errno == 5
+    _write_and_sync(m / "other" / "f.log", b"outside the glob")
+    report = disk.faults()
+    assert report["eio_returned"].get("fsync", 0) >= 1 and report["eio_returned"].get("read", 0) >= 1
+    assert "write" not in report["eio_returned"], "writes were not armed to fail"
+
+    disk.fail_io(["write"])  # every path
+    with pytest.raises(OSError) as err:
+        _write_and_sync(m / "other" / "g.log", b"z" * 10)
+    assert err.value.errno == 5
+    assert disk.faults()["eio_returned"]["write"] >= 1
+
+    disk.clear_faults()
+    _write_and_sync(m / "chaos-0" / "00000000000000000000.log", b"healed")
+    assert (m / "chaos-0" / "cold.log").read_bytes() == b"c" * 5000
+    assert (m / "other" / "f.log").read_bytes() == b"outside the glob"
+
+
+def test_an_unknown_operation_is_refused_by_the_daemon(disk: VolatileDisk) -> None:
+    with pytest.raises(ClusterError, match="unknown disk operations"):
+        disk.fail_io(["rename"])
+    assert disk.faults()["eio_ops"] == []
