@@ -97,7 +97,8 @@ class ExternalNode:
 
     disk_mode = None  # no volatile disk: the scenario refuses power-loss on an external cluster
 
-    def lose_unsynced_writes(self) -> list[dict[str, Any]]:
+    def lose_unsynced_writes(self, torn: str | None = None, torn_glob: str | None = None,
+                             seed: int = 0) -> list[dict[str, Any]]:
         raise ClusterError("power-loss needs a cluster kafka-chaos starts (its disks are kafka-chaos's own)")
 
     def fill_disk(self, free_mb: float) -> dict[str, int]:

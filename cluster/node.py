@@ -259,11 +259,13 @@ class KafkaNode:
         self.kill()
         return self.lose_unsynced_writes()
 
-    def lose_unsynced_writes(self) -> list[dict[str, Any]]:
-        """The disk's half of a power loss, for a node whose processes are already dead."""
+    def lose_unsynced_writes(self, torn: str | None = None, torn_glob: str | None = None,
+                             seed: int = 0) -> list[dict[str, Any]]:
+        """The disk's half of a power loss, for a node whose processes are already dead; `torn`: each file's last
+        write is torn instead of lost whole (cluster.volatile_disk.UnsyncedWrites.lose)."""
         if self.disk is None:
             raise ClusterError(f"{self.name} has no volatile disk: power-loss needs cluster.volatile_disks")
-        return self.disk.power_off()
+        return self.disk.power_off(torn, torn_glob, seed)
 
     def disk_faults(self, **settings: Any) -> dict[str, Any]:
         """Arm or disarm faults of this node's volatile disk (cluster.volatile_disk.DiskFaults.arm); returns what

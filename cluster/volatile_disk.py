@@ -11,7 +11,9 @@ as a plain bind volume and needs no privilege), and records what each file would
 - with a write-back age (`lose = "last:N s"`), a file dirty for longer than N seconds counts as written back, as
   Linux's flusher does per inode (`dirty_expire_centisecs`, 30 s by default);
 - *names* are durable at once (create, rename, unlink, mkdir), as in lazyfs: a file created and never synced
-  survives a power loss empty. A real file system may also lose the name or keep partial data; this one does not.
+  survives a power loss empty. A real file system may also lose the name; this one does not;
+- a power loss may *tear* the last unsynced write of each file (`torn = "page" | "byte"`, lazyfs's torn-op): a
+  prefix of it, cut at a page boundary or at any byte, stays on disk instead of the whole write going.
 
 `power_off` (after the node's processes are SIGKILLed) puts every file back to what was synced, refuses any late
 write (the kernel's write-back of a dead process's mapped pages) and unmounts; `power_on` mounts the backing
@@ -33,6 +35,7 @@ import fnmatch
 import hashlib
 import json
 import os
+import random
 import shutil
 import socket
 import struct
@@ -59,6 +62,7 @@ class _FileState:
     synced_size: int
     dirty_since: float
     blocks: dict[int, bytes | None] = field(default_factory=dict)  # synced bytes of changed blocks; None: zeros
+    last_write: tuple[int, int] | None = None  # (offset, length) of the last write, if it is the last change
 
 
 @dataclass(frozen=True)
@@ -72,6 +76,10 @@ class FileLoss:
     blocks_restored: int
     end_offset_before: int | None = None
     end_offset_after: int | None = None
+    torn_offset: int | None = None
+    """A torn last write: where it started, how long it was, how many of its leading bytes the loss kept."""
+    torn_length: int | None = None
+    torn_kept: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v is not None}
@@ -184,9 +192,11 @@ class UnsyncedWrites:
         state = self._state(rel, now)
         if length > 0 and offset < state.synced_size:
             self._save(rel, state, offset // BLOCK, (offset + length - 1) // BLOCK)
+        state.last_write = (offset, length) if length > 0 else state.last_write
 
     def before_truncate(self, rel: str, length: int, now: float) -> None:
         state = self._state(rel, now)
+        state.last_write = None  # the truncation is the file's last change: no write left to tear
         if length < state.synced_size:
             self._save(rel, state, length // BLOCK, (state.synced_size - 1) // BLOCK)
 
@@ -229,8 +239,12 @@ class UnsyncedWrites:
             total += BLOCK * len(state.blocks)
         return total
 
-    def lose(self) -> list[FileLoss]:
-        """Put every file back to what was synced: its synced size, the synced bytes of every block changed since."""
+    def lose(self, torn: str | None = None, torn_glob: str | None = None,
+             rng: random.Random | None = None) -> list[FileLoss]:
+        """Put every file back to what was synced: its synced size, the synced bytes of every block changed since.
+        With `torn` ("page" or "byte"), the last write of each file (whose path matches `torn_glob`, if given)
+        keeps a prefix (`torn_prefix`) instead of going whole."""
+        rng = rng or random.Random(0)
         losses = []
         for rel, state in sorted(self.files.items()):
             path = self.root / rel
@@ -240,17 +254,39 @@ class UnsyncedWrites:
                 continue
             segment = rel.endswith(".log")
             end_before = segment_end_offset(path) if segment else None
+            tear = (torn is not None and state.last_write is not None
+                    and (torn_glob is None or fnmatch.fnmatchcase(rel, torn_glob)))
             with open(path, "r+b") as f:
+                kept, prefix = 0, b""
+                if tear and state.last_write is not None:
+                    offset, length = state.last_write
+                    kept = torn_prefix(offset, length, str(torn), rng)
+                    prefix = os.pread(f.fileno(), kept, offset)
                 os.ftruncate(f.fileno(), state.synced_size)
                 for b, data in sorted(state.blocks.items()):
                     end = min(BLOCK, state.synced_size - b * BLOCK)
                     os.pwrite(f.fileno(), (data if data is not None else ZERO_BLOCK)[:end], b * BLOCK)
+                if prefix:
+                    os.pwrite(f.fileno(), prefix, state.last_write[0] if state.last_write else 0)
                 os.fsync(f.fileno())
-            if size_before != state.synced_size or state.blocks:
+                size_after = os.fstat(f.fileno()).st_size
+            if size_before != size_after or state.blocks or tear:
                 end_after = segment_end_offset(path) if segment else None
-                losses.append(FileLoss(rel, size_before, state.synced_size, len(state.blocks), end_before, end_after))
+                torn_at = state.last_write if tear else None
+                losses.append(FileLoss(rel, size_before, size_after, len(state.blocks), end_before, end_after,
+                                       *((torn_at[0], torn_at[1], kept) if torn_at else (None, None, None))))
         self.files.clear()
         return losses
+
+
+def torn_prefix(offset: int, length: int, torn: str, rng: random.Random) -> int:
+    """How many leading bytes of a write at `offset` of `length` bytes a tearing power loss keeps: strictly
+    fewer than all; with "page", up to a page boundary inside the write (none inside: nothing kept, as a write
+    within one page reaches the disk whole or not at all); with "byte", any count from 1."""
+    if torn == "byte":
+        return rng.randrange(1, length) if length > 1 else 0
+    boundaries = range((offset // BLOCK + 1) * BLOCK, offset + length, BLOCK)
+    return rng.choice(boundaries) - offset if boundaries else 0
 
 
 def _fuse_operations(backing: Path, writes: UnsyncedWrites, faults: DiskFaults | None = None) -> Any:
@@ -292,10 +328,11 @@ def _fuse_operations(backing: Path, writes: UnsyncedWrites, faults: DiskFaults |
             if self.faults.fails(op, self._rel(path)):
                 raise FuseOSError(errno.EIO)
 
-        def power_off(self) -> list[FileLoss]:
+        def power_off(self, torn: str | None = None, torn_glob: str | None = None,
+                      seed: int = 0) -> list[FileLoss]:
             with self.mutex:
                 self.powered = False
-                return writes.lose()
+                return writes.lose(torn, torn_glob, random.Random(seed))
 
         # -- names: durable at once --
         def getattr(self, path: str, fh: int | None = None) -> dict[str, Any]:
@@ -463,7 +500,8 @@ def _serve_control(sock_path: Path, ops: Any, writes: UnsyncedWrites) -> None:
                 except (ValueError, TypeError) as err:
                     answer = {"error": str(err)}
             elif request.get("cmd") == "power-off":
-                answer = {"files": [loss.to_dict() for loss in ops.power_off()]}
+                losses = ops.power_off(request.get("torn"), request.get("torn_glob"), int(request.get("seed", 0)))
+                answer = {"files": [loss.to_dict() for loss in losses]}
             elif request.get("cmd") == "synced":
                 with ops.mutex:
                     answer = {"synced_size": writes.synced_prefix(str(request.get("path", "")))}
@@ -638,9 +676,10 @@ class VolatileDisk:
         os.sync()  # pages the kernel's write-back cache still holds reach the daemon first
         return int(self._ask("settle")["settled_files"])
 
-    def power_off(self) -> list[dict[str, Any]]:
-        """Lose every unsynced write (the node's processes must be dead), then unmount. Returns the files changed."""
-        files: list[dict[str, Any]] = self._ask("power-off")["files"]
+    def power_off(self, torn: str | None = None, torn_glob: str | None = None, seed: int = 0) -> list[dict[str, Any]]:
+        """Lose every unsynced write (the node's processes must be dead), then unmount. Returns the files changed.
+        `torn`: "page" or "byte" tears each file's last write (`UnsyncedWrites.lose`), drawn with `seed`."""
+        files: list[dict[str, Any]] = self._ask("power-off", torn=torn, torn_glob=torn_glob, seed=seed)["files"]
         self._stop_daemon()
         return files
 

@@ -58,10 +58,15 @@ class NodeFault:
 class PowerLossFault:
     """power-loss/power-on: every target node's processes die first (all at once, as when a rack loses power),
     then each disk loses its unsynced writes; power-on starts the nodes on what is left. The history value
-    says what each node lost: per log segment, the offset after its last whole batch before and after."""
+    says what each node lost: per log segment, the offset after its last whole batch before and after.
+    With `torn` ("page" or "byte"), each file's last unsynced write (of files matching `torn_glob`) keeps a
+    prefix instead of going whole; the value then says per file how many of its bytes were kept."""
 
     cluster: LiveCluster
     name: str = "power-loss"
+    torn: str | None = None
+    torn_glob: str | None = None
+    seed: int = 0
 
     def start(self, nodes: list[int]) -> dict[str, Any]:
         for n in nodes:
@@ -69,9 +74,14 @@ class PowerLossFault:
         lost: dict[str, Any] = {}
         for n in nodes:
             node = self.cluster.nodes[n]
-            lost[str(n)] = crash_summary(node.lose_unsynced_writes())
+            files = (node.lose_unsynced_writes(self.torn, self.torn_glob, self.seed + n) if self.torn
+                     else node.lose_unsynced_writes())
+            lost[str(n)] = crash_summary(files)
         modes = {self.cluster.nodes[n].disk_mode for n in nodes}
-        return {"nodes": nodes, "lose": modes.pop() if len(modes) == 1 else sorted(map(str, modes)), "lost": lost}
+        value = {"nodes": nodes, "lose": modes.pop() if len(modes) == 1 else sorted(map(str, modes)), "lost": lost}
+        if self.torn:
+            value.update({"torn": self.torn, "glob": self.torn_glob})
+        return value
 
     def heal(self, nodes: list[int]) -> dict[str, Any]:
         for n in nodes:
@@ -89,7 +99,10 @@ def crash_summary(files: list[dict[str, Any]]) -> dict[str, Any]:
             seen = segments.setdefault(partition, [before, after])
             seen[0] = max((x for x in (seen[0], before) if x is not None), default=None)
             seen[1] = max((x for x in (seen[1], after) if x is not None), default=None)
+    torn = [{"path": f["path"], "offset": f["torn_offset"], "length": f["torn_length"], "kept": f["torn_kept"]}
+            for f in files if "torn_kept" in f]
     return {
+        **({"torn_writes": torn} if torn else {}),
         "files": len(files),
         # record bytes only: preallocated index files shrink by megabytes of zeros
         "log_bytes": sum(max(0, f["size_before"] - f["size_after"]) for f in files if f["path"].endswith(".log")),

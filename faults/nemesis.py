@@ -81,6 +81,9 @@ class Nemesis:
         if info is None:
             raise ValueError(f"unknown fault kind {p.kind!r}")
         if info.effect == "power-loss":
+            if p.params.get("torn"):  # drawn only when tearing: other plans keep their seed's draws
+                return PowerLossFault(self.cluster, torn=p.params["torn"], torn_glob=p.params.get("glob"),
+                                      seed=self.rng.randrange(2**31))
             return PowerLossFault(self.cluster)
         if info.effect == "disk-full":
             return DiskFull(self.cluster, float(p.params.get("free_mb", 0.0)))

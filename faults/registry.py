@@ -78,8 +78,12 @@ KINDS: dict[str, FaultKindInfo] = {
     for info in (
         FaultKindInfo("kill", "restart", "process", "SIGKILL; restarted later on the data it had", "#d62728",
                       restarts=True, effect="crash"),
+        # A torn write is an option of power-loss (torn = "page" | "byte"), not a kind of its own: it is a power
+        # loss whose last write per file half-reached the disk, and every reader of power losses (the model's
+        # verdicts, availability, the fault windows) holds for it unchanged; the history value names what tore.
         FaultKindInfo("power-loss", "power-on", "process",
-                      "SIGKILL, then every write not fsynced is lost (volatile disk); started later on what is left",
+                      "SIGKILL, then every write not fsynced is lost (volatile disk); with torn = \"page\" or "
+                      "\"byte\" the last unsynced write of each file keeps a prefix; started later on what is left",
                       "#4a0d0d", frozenset({"volatile-disks"}), restarts=True, effect="power-loss"),
         FaultKindInfo("disk-full", "disk-freed", "process",
                       "the node's data disk filled until free_mb is left: its writes fail (ENOSPC); freed and the "

@@ -20,6 +20,7 @@ from kafka_chaos.faults.targets import Target
 
 DiskOp = Literal["fsync", "write", "read"]
 ALL_DISK_OPS: tuple[DiskOp, ...] = get_args(DiskOp)
+TornMode = Literal["page", "byte"]
 assert ALL_DISK_OPS == DISK_OPS, "DiskOp and cluster.volatile_disk.DISK_OPS must name the same operations"
 
 
@@ -47,7 +48,10 @@ class FaultSpec(_Strict):
     delay_ms: int = Field(100, ge=0, description="slow-disk: ms added to every fsync")
     ops: list[DiskOp] = Field(default_factory=lambda: list(ALL_DISK_OPS), min_length=1,
                               description="disk-error: which operations fail with EIO")
-    glob: str | None = Field(None, description="disk-error: only paths (relative to the data directory) matching it")
+    glob: str | None = Field(None, description="disk-error, a torn power-loss: only paths (relative to the data "
+                             "directory) matching it")
+    torn: TornMode | None = Field(None, description="power-loss: the last unsynced write of each file keeps a prefix "
+                                  "cut at a page boundary or at any byte")
     # Written into scenario.resolved.toml: the node ids `target` resolved to when the recorded run fired it.
     # A run by rule ignores it; `kafka-chaos run --replay-nodes` aims the fault at these ids instead.
     nodes: list[int] | None = None
@@ -71,6 +75,7 @@ class FaultGenerator(_Strict):
     delay_ms: int = Field(100, ge=0)
     ops: list[DiskOp] = Field(default_factory=lambda: list(ALL_DISK_OPS), min_length=1)
     glob: str | None = None
+    torn: TornMode | None = None
 
 
 class FaultsConfig(_Strict):
@@ -126,6 +131,8 @@ def _link_params(kind: str, spec: FaultSpec | FaultGenerator, jitter_ms: int = 0
         return {"delay_ms": spec.delay_ms}
     if kind == "disk-error":
         return {"ops": list(spec.ops), "glob": spec.glob}
+    if kind == "power-loss" and spec.torn:
+        return {"torn": spec.torn, "glob": spec.glob}
     if "sized-disks" in KINDS[kind].needs:
         return {"free_mb": spec.free_mb}
     if KINDS[kind].family == "node-link":

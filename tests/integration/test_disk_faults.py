@@ -68,3 +68,23 @@ def test_an_unknown_operation_is_refused_by_the_daemon(disk: VolatileDisk) -> No
     with pytest.raises(ClusterError, match="unknown disk operations"):
         disk.fail_io(["rename"])
     assert disk.faults()["eio_ops"] == []
+
+
+@pytest.mark.parametrize("torn", ["page", "byte"])
+def test_a_torn_power_loss_keeps_a_prefix_of_the_last_unsynced_write(disk: VolatileDisk, torn: str) -> None:
+    m = disk.mountpoint
+    _write_and_sync(m / "seg.log", b"A" * 5000)
+    with open(m / "seg.log", "ab") as f:  # unsynced; the kernel hands it to the daemon when the file is closed
+        f.write(b"B" * (3 * 4096))
+    (m / "other.index").write_bytes(b"I" * 3 * 4096)
+    files = {f["path"]: f for f in disk.power_off(torn=torn, torn_glob="*.log", seed=11)}
+    disk.power_on()
+    seg = files["seg.log"]
+    data = (m / "seg.log").read_bytes()
+    assert len(data) == seg["size_after"] == max(5000, seg["torn_offset"] + seg["torn_kept"])
+    assert 0 < seg["torn_kept"] < seg["torn_length"], "a prefix of the last write stays, not all of it"
+    assert data == b"A" * 5000 + b"B" * (len(data) - 5000), "what stays is the synced bytes, then the prefix"
+    if torn == "page":
+        assert (seg["torn_offset"] + seg["torn_kept"]) % 4096 == 0
+    assert "torn_kept" not in files["other.index"], "files outside the glob lose their writes whole"
+    assert (m / "other.index").read_bytes() == b""

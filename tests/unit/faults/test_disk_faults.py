@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -80,3 +81,33 @@ def test_an_unknown_disk_operation_is_a_schedule_error() -> None:
 
     with pytest.raises(ValidationError):
         FaultsConfig.model_validate({"schedule": [{"kind": "disk-error", "ops": ["rename"]}]})
+
+
+@dataclass
+class PowerNode:
+    node_id: int
+    disk_mode: str = "unsynced"
+    asked: list[tuple[Any, ...]] = field(default_factory=list)
+
+    def kill(self) -> None:
+        pass
+
+    def lose_unsynced_writes(self, torn: str | None = None, torn_glob: str | None = None,
+                             seed: int = 0) -> list[dict[str, Any]]:
+        self.asked.append((torn, torn_glob))
+        return [{"path": "t-0/0.log", "size_before": 9000, "size_after": 8192, "blocks_restored": 0,
+                 "torn_offset": 4096, "torn_length": 4904, "torn_kept": 4096}]
+
+
+def test_a_torn_power_loss_is_planned_as_an_option_and_records_what_each_file_kept() -> None:
+    from kafka_chaos.faults.kinds import PowerLossFault
+
+    cfg = FaultsConfig.model_validate({"schedule": [{"kind": "power-loss", "torn": "page", "glob": "*.log"},
+                                                    {"kind": "power-loss", "at_s": 1}]})
+    torn, plain = plan(cfg, 60, seed=0)
+    assert torn.params == {"torn": "page", "glob": "*.log"} and plain.params == {}
+    node = PowerNode(2)
+    value = PowerLossFault(SimpleNamespace(nodes={2: node}), torn="page", torn_glob="*.log", seed=5).start([2])
+    assert node.asked == [("page", "*.log")]
+    assert value["torn"] == "page"
+    assert value["lost"]["2"]["torn_writes"] == [{"path": "t-0/0.log", "offset": 4096, "length": 4904, "kept": 4096}]
