@@ -29,6 +29,18 @@ from kafka_chaos.errors import ClusterError
 FileClass = Literal["segment", "index", "checkpoint", "metadata-log"]
 FILE_CLASSES: tuple[str, ...] = get_args(FileClass)
 METADATA_DIR = "__cluster_metadata-0"
+PATTERNS: dict[str, str] = {
+    "segment": "<topic>-<partition>/*.log",
+    "index": "<topic>-<partition>/*.index or *.timeindex",
+    "checkpoint": "*checkpoint",
+    "metadata-log": f"{METADATA_DIR}/*.log",
+}
+assert set(PATTERNS) == set(FILE_CLASSES)
+
+
+def describe(file_class: str) -> str:
+    """The file names a class stands for, for messages."""
+    return f"{file_class}: {PATTERNS.get(file_class, 'no such class')}"
 
 
 def file_class_of(rel: str) -> str | None:
@@ -99,10 +111,12 @@ def pick_flips(ranges: list[tuple[int, int]], bits: int, rng: random.Random) -> 
 
 
 def corrupt(root: Path, file_class: str, bits: int, rng: random.Random, synced_size: Callable[[str], int],
-            glob: str | None = None) -> dict[str, Any]:
-    """Flip `bits` bits in the fsynced bytes of the newest file of `file_class` under `root` that has any, write
-    them back and fsync them. `synced_size(rel)`: how many leading bytes of a file were fsynced. Returns the
-    history's record: the file, and each flip's offset and bit."""
+            glob: str | None = None,
+            at_rest: Callable[[str, list[tuple[int, int]]], None] | None = None) -> dict[str, Any]:
+    """Flip `bits` bits in the fsynced bytes of the newest file of `file_class` under `root` that has any and
+    write them back. `synced_size(rel)`: how many leading bytes of a file were fsynced. `at_rest(rel, flips)`,
+    called once the file is closed, makes the flips durable (a volatile disk's bookkeeping); without it they
+    are fsynced. Returns the history's record: the file, and each flip's offset and bit."""
     candidates = files_of(root, file_class, glob)
     for rel in candidates:
         with open(root / rel, "r+b") as f:
@@ -111,9 +125,15 @@ def corrupt(root: Path, file_class: str, bits: int, rng: random.Random, synced_s
             if not ranges:
                 continue
             flips = pick_flips(ranges, bits, rng)
+            flipped = bytearray(data)
             for offset, bit in flips:
-                os.pwrite(f.fileno(), bytes([data[offset] ^ (1 << bit)]), offset)
-            os.fsync(f.fileno())
+                flipped[offset] ^= 1 << bit
+            for offset in sorted({o for o, _ in flips}):
+                os.pwrite(f.fileno(), flipped[offset:offset + 1], offset)
+            if at_rest is None:
+                os.fsync(f.fileno())
+        if at_rest is not None:
+            at_rest(rel, flips)
         return {"file": rel, "file_class": file_class, "flips": [{"offset": o, "bit": b} for o, b in flips]}
     where = f" matching {glob!r}" if glob else ""
     raise ClusterError(f"no {file_class} file{where} with fsynced data to corrupt"

@@ -63,6 +63,9 @@ class NodeControl(BaseModel):
         return proc.stdout
 
 
+NO_DISKS = "disk faults need a cluster kafka-chaos starts (its disks are kafka-chaos's own)"
+
+
 class ExternalNode:
     """A broker of the external cluster; faults are the user's commands. Its state is what we did to it."""
 
@@ -108,7 +111,13 @@ class ExternalNode:
         return 0
 
     def disk_faults(self, **settings: Any) -> dict[str, Any]:
-        raise ClusterError("disk faults need a cluster kafka-chaos starts (its disks are kafka-chaos's own)")
+        raise ClusterError(NO_DISKS)
+
+    def disk_files(self, file_class: str, glob: str | None = None) -> list[str]:
+        raise ClusterError(NO_DISKS)
+
+    def corrupt_disk(self, file_class: str, bits: int, seed: int, glob: str | None = None) -> dict[str, Any]:
+        raise ClusterError(NO_DISKS)
 
     def status(self) -> str:
         return self.state

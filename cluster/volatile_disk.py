@@ -221,15 +221,41 @@ class UnsyncedWrites:
             del self.files[rel]
 
     def synced_prefix(self, rel: str) -> int:
-        """How many leading bytes of a file are as they were at its last fsync (its whole size if clean)."""
-        state = self.files.get(rel)
+        """How many leading bytes of a file are as they were at its last fsync (its whole size if clean). A block
+        changed since counts up to its first byte that differs: the kernel's write-back cache rewrites whole
+        pages, synced bytes included."""
         try:
-            size = os.stat(self.root / rel).st_size
+            with open(self.root / rel, "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                state = self.files.get(rel)
+                if state is None:
+                    return size
+                limit = min(size, state.synced_size)
+                for b in sorted(state.blocks):
+                    if b * BLOCK >= limit:
+                        break
+                    saved, now = state.blocks[b] or ZERO_BLOCK, os.pread(f.fileno(), BLOCK, b * BLOCK)
+                    n = min(len(saved), len(now), limit - b * BLOCK)
+                    differs = next((i for i in range(n) if saved[i] != now[i]), None)
+                    if differs is not None:
+                        return b * BLOCK + differs
+                return limit
         except FileNotFoundError:
             return 0
+
+    def flipped_at_rest(self, rel: str, flips: list[tuple[int, int]]) -> None:
+        """Bits flipped (byte offset, bit) in a file's synced bytes, written since like any write, count as on disk:
+        the synced copy of each changed block a power loss would put back carries them too."""
+        state = self.files.get(rel)
         if state is None:
-            return size
-        return min(size, state.synced_size, *(b * BLOCK for b in state.blocks))
+            return
+        for offset, bit in flips:
+            b = offset // BLOCK
+            if b in state.blocks:
+                saved = bytearray(state.blocks[b] or ZERO_BLOCK[: min(BLOCK, state.synced_size - b * BLOCK)])
+                saved[offset % BLOCK] ^= 1 << bit
+                state.blocks[b] = bytes(saved)
+        state.last_write = None  # the flips' own write is no write in flight to tear
 
     def unsynced_bytes(self) -> int:
         total = 0
@@ -505,6 +531,10 @@ def _serve_control(sock_path: Path, ops: Any, writes: UnsyncedWrites) -> None:
             elif request.get("cmd") == "synced":
                 with ops.mutex:
                     answer = {"synced_size": writes.synced_prefix(str(request.get("path", "")))}
+            elif request.get("cmd") == "at-rest":
+                with ops.mutex:
+                    writes.flipped_at_rest(str(request["path"]), [(int(o), int(b)) for o, b in request["flips"]])
+                    answer = {}
             elif request.get("cmd") == "settle":
                 with ops.mutex:
                     answer = {"settled_files": len(writes.files)}
@@ -662,6 +692,11 @@ class VolatileDisk:
 
     def faults(self) -> dict[str, Any]:
         return self.arm_faults()
+
+    def flipped_at_rest(self, rel: str, flips: list[tuple[int, int]]) -> None:
+        """Bits just flipped through the mount in synced bytes of `rel` stay after a power loss, without an fsync
+        that would make the file's unsynced writes durable too (`UnsyncedWrites.flipped_at_rest`)."""
+        self._ask("at-rest", path=rel, flips=[list(f) for f in flips])
 
     def synced_size(self, rel: str) -> int:
         """How many leading bytes of `rel` (relative to the data directory) were fsynced."""

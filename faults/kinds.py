@@ -11,7 +11,9 @@ import random
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from kafka_chaos.cluster.disk_corruption import describe
 from kafka_chaos.cluster.links import LinkFaults
+from kafka_chaos.errors import ClusterError
 from kafka_chaos.faults.node_links import links_of
 from kafka_chaos.faults.partitions import Shape, grudge
 from kafka_chaos.faults.registry import KINDS
@@ -164,6 +166,45 @@ class DiskFault:
                 node.start()
                 started.append(n)
         return {"nodes": nodes, "disks": did, "started": started}
+
+
+@dataclass
+class CorruptFault:
+    """corrupt/corrupt-restart: each target node is killed (SIGKILL), `bits` bits of its newest file of a class
+    that hold fsynced data are flipped (cluster.disk_corruption: seeded, recorded as file, offset and bit), and
+    the heal starts it on the corrupted data. A node without such a file is an error before anything is killed."""
+
+    cluster: LiveCluster
+    params: dict[str, Any]
+    seed: int = 0
+    name: str = "corrupt"
+
+    def start(self, nodes: list[int]) -> dict[str, Any]:
+        files, bits, glob = str(self.params.get("files", "segment")), int(self.params.get("bits", 1)), \
+            self.params.get("glob")
+        for n in nodes:
+            if not self.cluster.nodes[n].disk_files(files, glob):
+                where = f" matching {glob!r}" if glob else ""
+                raise ClusterError(f"node {n} has no {files} file{where} to corrupt ({describe(files)}); "
+                                   "nothing was done")
+        corrupted: dict[str, Any] = {}
+        killed: list[int] = []
+        try:
+            for n in nodes:
+                self.cluster.nodes[n].kill()
+                killed.append(n)
+                corrupted[str(n)] = self.cluster.nodes[n].corrupt_disk(files, bits, self.seed + n, glob)
+        except Exception:
+            for n in killed:  # the heal of a failed fault acts on no node: start what this one took down
+                self.cluster.nodes[n].start()
+            raise
+        return {"nodes": nodes, "files": files, "bits": bits, "corrupted": corrupted}
+
+    def heal(self, nodes: list[int]) -> dict[str, Any]:
+        for n in nodes:
+            if not self.cluster.nodes[n].running():
+                self.cluster.nodes[n].start()
+        return {"nodes": nodes}
 
 
 @dataclass

@@ -23,6 +23,7 @@ from kafka_chaos.faults.kinds import (
     LINK_FAULTS,
     NODE_FAULTS,
     NODE_LINK_FAULTS,
+    CorruptFault,
     DiskFault,
     DiskFull,
     Fault,
@@ -85,6 +86,8 @@ class Nemesis:
                 return PowerLossFault(self.cluster, torn=p.params["torn"], torn_glob=p.params.get("glob"),
                                       seed=self.rng.randrange(2**31))
             return PowerLossFault(self.cluster)
+        if info.effect == "corrupt":
+            return CorruptFault(self.cluster, p.params, seed=self.rng.randrange(2**31))
         if info.effect == "disk-full":
             return DiskFull(self.cluster, float(p.params.get("free_mb", 0.0)))
         if info.family == "disk":

@@ -13,14 +13,14 @@ from typing import Literal, get_args
 
 FaultKind = Literal["kill", "power-loss", "disk-full", "stop", "pause", "partition", "latency", "bandwidth", "timeout",
                     "reset_peer", "link-down", "link-latency", "link-bandwidth", "link-timeout", "link-reset",
-                    "link-slicer", "link-cut", "link-flap", "slow-disk", "disk-error"]
+                    "link-slicer", "link-cut", "link-flap", "slow-disk", "disk-error", "corrupt"]
 Family = Literal["process", "network", "client-link", "node-link", "operation", "disk"]
 """`disk`: the node's disk misbehaves while the node runs (cluster.volatile_disk's faults); the node is not taken
 down by the fault itself, though Kafka may stop a broker whose only log directory fails."""
 Need = Literal["toxiproxy", "volatile-disks", "sized-disks", "link-proxies"]
-NodeEffect = Literal["crash", "power-loss", "disk-full", "stop", "freeze"]
+NodeEffect = Literal["crash", "power-loss", "disk-full", "stop", "freeze", "corrupt"]
 """What a process kind does to its node: SIGKILL; SIGKILL and the unsynced writes lost; writes failing; a clean
-shutdown; frozen (the same JVM resumes, acting on a stale view)."""
+shutdown; frozen (the same JVM resumes, acting on a stale view); SIGKILL and bits flipped in fsynced data."""
 ProxyAction = Literal["latency", "bandwidth", "timeout", "reset_peer", "slicer", "disable", "flap"]
 """What a link kind does to a Toxiproxy proxy: add that toxic, disable the proxy, or disable and enable it in turn."""
 
@@ -124,6 +124,12 @@ KINDS: dict[str, FaultKindInfo] = {
                       "glob, fail with EIO (KIP-112: the log directory goes offline; with one directory the broker "
                       "stops); the heal ends the errors and starts the node if it stopped", "#636363",
                       frozenset({"volatile-disks"})),
+        FaultKindInfo("corrupt", "corrupt-restart", "process",
+                      "SIGKILL, then `bits` bits flipped at random (seeded) offsets in fsynced data of the node's "
+                      "newest file of a class (files = segment: inside record batches, index, checkpoint, "
+                      "metadata-log); started later on the corrupted data, where Kafka's CRC checks and log "
+                      "recovery stand between the flip and a reader", "#7b4173", frozenset({"volatile-disks"}),
+                      restarts=True, effect="corrupt"),
     )
 }
 assert set(KINDS) == set(get_args(FaultKind)), "FaultKind and KINDS must name the same kinds"

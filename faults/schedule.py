@@ -12,6 +12,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kafka_chaos.cluster.disk_corruption import FileClass
 from kafka_chaos.cluster.volatile_disk import DISK_OPS
 from kafka_chaos.faults.node_links import Direction, Selector
 from kafka_chaos.faults.partitions import Shape
@@ -48,10 +49,13 @@ class FaultSpec(_Strict):
     delay_ms: int = Field(100, ge=0, description="slow-disk: ms added to every fsync")
     ops: list[DiskOp] = Field(default_factory=lambda: list(ALL_DISK_OPS), min_length=1,
                               description="disk-error: which operations fail with EIO")
-    glob: str | None = Field(None, description="disk-error, a torn power-loss: only paths (relative to the data "
-                             "directory) matching it")
+    glob: str | None = Field(None, description="disk-error, corrupt, a torn power-loss: only paths (relative to "
+                             "the data directory) matching it")
     torn: TornMode | None = Field(None, description="power-loss: the last unsynced write of each file keeps a prefix "
                                   "cut at a page boundary or at any byte")
+    files: FileClass = Field("segment", description="corrupt: which of Kafka's files (segment, index, checkpoint, "
+                             "metadata-log)")
+    bits: int = Field(1, ge=1, le=4096, description="corrupt: how many bits to flip")
     # Written into scenario.resolved.toml: the node ids `target` resolved to when the recorded run fired it.
     # A run by rule ignores it; `kafka-chaos run --replay-nodes` aims the fault at these ids instead.
     nodes: list[int] | None = None
@@ -76,6 +80,8 @@ class FaultGenerator(_Strict):
     ops: list[DiskOp] = Field(default_factory=lambda: list(ALL_DISK_OPS), min_length=1)
     glob: str | None = None
     torn: TornMode | None = None
+    files: FileClass = "segment"
+    bits: int = Field(1, ge=1, le=4096)
 
 
 class FaultsConfig(_Strict):
@@ -131,6 +137,8 @@ def _link_params(kind: str, spec: FaultSpec | FaultGenerator, jitter_ms: int = 0
         return {"delay_ms": spec.delay_ms}
     if kind == "disk-error":
         return {"ops": list(spec.ops), "glob": spec.glob}
+    if kind == "corrupt":
+        return {"files": spec.files, "bits": spec.bits, "glob": spec.glob}
     if kind == "power-loss" and spec.torn:
         return {"torn": spec.torn, "glob": spec.glob}
     if "sized-disks" in KINDS[kind].needs:

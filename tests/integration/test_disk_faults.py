@@ -88,3 +88,32 @@ def test_a_torn_power_loss_keeps_a_prefix_of_the_last_unsynced_write(disk: Volat
         assert (seg["torn_offset"] + seg["torn_kept"]) % 4096 == 0
     assert "torn_kept" not in files["other.index"], "files outside the glob lose their writes whole"
     assert (m / "other.index").read_bytes() == b""
+
+
+def test_corruption_at_rest_flips_only_fsynced_batch_bytes_and_survives_a_power_loss(disk: VolatileDisk) -> None:
+    import random
+    import struct
+
+    from kafka_chaos.cluster.disk_corruption import corrupt
+
+    def batch(base: int) -> bytes:
+        return struct.pack(">qi", base, 49) + b"\x5a" * 49
+
+    m = disk.mountpoint
+    (m / "chaos-0").mkdir()
+    seg = m / "chaos-0" / "00000000000000000000.log"
+    synced = batch(0) + batch(1)
+    _write_and_sync(seg, synced)
+    with open(seg, "ab") as f:
+        f.write(batch(2))  # unsynced: no flip may land here
+    assert disk.synced_size("chaos-0/00000000000000000000.log") == len(synced)
+    result = corrupt(m, "segment", 16, random.Random(2), disk.synced_size, at_rest=disk.flipped_at_rest)
+    assert result["file"] == "chaos-0/00000000000000000000.log"
+    flipped = bytearray(synced + batch(2))
+    for flip in result["flips"]:
+        assert flip["offset"] < len(synced)
+        flipped[flip["offset"]] ^= 1 << flip["bit"]
+    assert seg.read_bytes() == bytes(flipped), "a reader through the mount sees the flips"
+    disk.power_off()
+    disk.power_on()
+    assert seg.read_bytes() == bytes(flipped[: len(synced)]), "the flips were fsynced; the unsynced batch is gone"

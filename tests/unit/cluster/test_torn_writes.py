@@ -64,3 +64,13 @@ def test_the_glob_chooses_which_files_tear_and_a_truncation_leaves_no_write_to_t
     assert losses["a.log"].torn_kept is not None and losses["a.log"].size_after == losses["a.log"].torn_kept
     assert losses["b.index"].torn_kept is None and losses["b.index"].size_after == 0
     assert losses["c.log"].torn_kept is None and losses["c.log"].size_after == 0
+
+
+def test_the_synced_prefix_ends_at_the_first_byte_changed_since_the_last_fsync(tmp_path: Path) -> None:
+    (tmp_path / "seg.log").write_bytes(b"A" * 3 * BLOCK)
+    writes = UnsyncedWrites(tmp_path)
+    assert writes.synced_prefix("seg.log") == 3 * BLOCK and writes.synced_prefix("absent") == 0
+    write(writes, tmp_path, "seg.log", BLOCK, b"A" * 100 + b"B")  # a page rewritten, mostly with what it held
+    assert writes.synced_prefix("seg.log") == BLOCK + 100
+    write(writes, tmp_path, "seg.log", 3 * BLOCK, b"C")  # an append does not move it
+    assert writes.synced_prefix("seg.log") == BLOCK + 100

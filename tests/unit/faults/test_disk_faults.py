@@ -111,3 +111,63 @@ def test_a_torn_power_loss_is_planned_as_an_option_and_records_what_each_file_ke
     assert node.asked == [("page", "*.log")]
     assert value["torn"] == "page"
     assert value["lost"]["2"]["torn_writes"] == [{"path": "t-0/0.log", "offset": 4096, "length": 4904, "kept": 4096}]
+
+
+@dataclass
+class CorruptNode:
+    node_id: int
+    files: list[str] = field(default_factory=list)
+    up: bool = True
+    events: list[str] = field(default_factory=list)
+
+    def disk_files(self, file_class: str, glob: str | None = None) -> list[str]:
+        return self.files
+
+    def kill(self) -> None:
+        self.up = False
+        self.events.append("kill")
+
+    def start(self) -> None:
+        self.up = True
+        self.events.append("start")
+
+    def running(self) -> bool:
+        return self.up
+
+    def corrupt_disk(self, file_class: str, bits: int, seed: int, glob: str | None = None) -> dict[str, Any]:
+        assert not self.up, "bits are flipped at rest, with the node down"
+        self.events.append("corrupt")
+        return {"file": self.files[0], "flips": [{"offset": 100, "bit": 3}] * bits}
+
+
+def test_corrupt_kills_flips_at_rest_and_its_heal_starts_the_node_again() -> None:
+    from kafka_chaos.faults.kinds import CorruptFault
+
+    cfg = FaultsConfig.model_validate({"schedule": [{"kind": "corrupt", "files": "index", "bits": 3}]})
+    (planned,) = plan(cfg, 60, seed=0)
+    assert planned.params == {"files": "index", "bits": 3, "glob": None}
+    node = CorruptNode(1, files=["chaos-0/00000000000000000000.index"])
+    fault = CorruptFault(SimpleNamespace(nodes={1: node}), planned.params, seed=9)
+    value = fault.start([1])
+    assert value["corrupted"]["1"]["file"] == "chaos-0/00000000000000000000.index"
+    assert len(value["corrupted"]["1"]["flips"]) == 3 and node.events == ["kill", "corrupt"]
+    fault.heal([1])
+    assert node.events[-1] == "start" and node.up
+
+
+def test_corrupt_of_a_file_class_the_node_lacks_fails_before_killing_anything() -> None:
+    from kafka_chaos.errors import ClusterError
+    from kafka_chaos.faults.kinds import CorruptFault
+
+    nodes = {1: CorruptNode(1, files=["chaos-0/0.log"]), 2: CorruptNode(2)}
+    with pytest.raises(ClusterError, match=r"node 2 has no metadata-log file to corrupt \(metadata-log: "
+                                           r"__cluster_metadata-0/\*\.log\)"):
+        CorruptFault(SimpleNamespace(nodes=nodes), {"files": "metadata-log", "bits": 1}).start([1, 2])
+    assert nodes[1].events == [] and nodes[2].events == []
+
+
+def test_an_unknown_file_class_is_a_schedule_error_naming_the_classes() -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="'segment', 'index', 'checkpoint' or 'metadata-log'"):
+        FaultsConfig.model_validate({"schedule": [{"kind": "corrupt", "files": "journal"}]})
