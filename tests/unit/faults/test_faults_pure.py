@@ -158,7 +158,8 @@ def test_power_loss_needs_volatile_disks_and_a_cluster_kafka_chaos_starts() -> N
     with pytest.raises(ScenarioError) as err:
         parse_scenario({"name": "x", "cluster": {"bootstrap_servers": "b:9092", "volatile_disks": "unsynced"},
                         **power}, "s.toml")
-    assert "power-loss (not possible on an external cluster)" in str(err.value)
+    assert "power-loss act on the disks kafka-chaos mounts" in str(err.value)
+    assert "remove bootstrap_servers" in str(err.value)
 
 
 def test_disk_full_needs_sized_disks_and_one_kind_of_disk() -> None:
