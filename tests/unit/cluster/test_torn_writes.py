@@ -74,3 +74,16 @@ def test_the_synced_prefix_ends_at_the_first_byte_changed_since_the_last_fsync(t
     assert writes.synced_prefix("seg.log") == BLOCK + 100
     write(writes, tmp_path, "seg.log", 3 * BLOCK, b"C")  # an append does not move it
     assert writes.synced_prefix("seg.log") == BLOCK + 100
+
+
+def test_bits_flipped_at_rest_survive_a_power_loss_that_takes_the_unsynced_writes(tmp_path: Path) -> None:
+    (tmp_path / "seg.log").write_bytes(b"A" * 2 * BLOCK)  # synced
+    writes = UnsyncedWrites(tmp_path)
+    write(writes, tmp_path, "seg.log", 2 * BLOCK, b"unsynced")
+    write(writes, tmp_path, "seg.log", BLOCK + 5, bytes([ord("A") ^ 4]))  # the flip, written like any write
+    writes.flipped_at_rest("seg.log", [(BLOCK + 5, 2)])
+    (loss,) = writes.lose("byte", rng=random.Random(0))
+    assert loss.torn_kept is None, "the flip's own write is not torn"
+    expected = bytearray(b"A" * 2 * BLOCK)
+    expected[BLOCK + 5] ^= 4
+    assert (tmp_path / "seg.log").read_bytes() == bytes(expected)
