@@ -63,6 +63,9 @@ class NodeControl(BaseModel):
         return proc.stdout
 
 
+NO_DISKS = "disk faults need a cluster kafka-chaos starts (its disks are kafka-chaos's own)"
+
+
 class ExternalNode:
     """A broker of the external cluster; faults are the user's commands. Its state is what we did to it."""
 
@@ -97,7 +100,8 @@ class ExternalNode:
 
     disk_mode = None  # no volatile disk: the scenario refuses power-loss on an external cluster
 
-    def lose_unsynced_writes(self) -> list[dict[str, Any]]:
+    def lose_unsynced_writes(self, torn: str | None = None, torn_glob: str | None = None,
+                             seed: int = 0) -> list[dict[str, Any]]:
         raise ClusterError("power-loss needs a cluster kafka-chaos starts (its disks are kafka-chaos's own)")
 
     def fill_disk(self, free_mb: float) -> dict[str, int]:
@@ -105,6 +109,15 @@ class ExternalNode:
 
     def free_disk(self) -> int:
         return 0
+
+    def disk_faults(self, **settings: Any) -> dict[str, Any]:
+        raise ClusterError(NO_DISKS)
+
+    def disk_files(self, file_class: str, glob: str | None = None) -> list[str]:
+        raise ClusterError(NO_DISKS)
+
+    def corrupt_disk(self, file_class: str, bits: int, seed: int, glob: str | None = None) -> dict[str, Any]:
+        raise ClusterError(NO_DISKS)
 
     def status(self) -> str:
         return self.state

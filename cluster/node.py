@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import os
+import random
 import socket
 import time
 import uuid
@@ -18,6 +20,7 @@ from testcontainers.core.network import Network
 
 from kafka_chaos import versions
 from kafka_chaos.cluster import settings
+from kafka_chaos.cluster.disk_corruption import corrupt, files_of
 from kafka_chaos.cluster.images import BASE_IMAGE
 from kafka_chaos.cluster.labels import NODE_LABEL, PORT_LABEL
 from kafka_chaos.cluster.sized_disk import SIZED_ROOT, SizedDisk
@@ -265,11 +268,40 @@ class KafkaNode:
         self.kill()
         return self.lose_unsynced_writes()
 
-    def lose_unsynced_writes(self) -> list[dict[str, Any]]:
-        """The disk's half of a power loss, for a node whose processes are already dead."""
+    def lose_unsynced_writes(self, torn: str | None = None, torn_glob: str | None = None,
+                             seed: int = 0) -> list[dict[str, Any]]:
+        """The disk's half of a power loss, for a node whose processes are already dead; `torn`: each file's last
+        write is torn instead of lost whole (cluster.volatile_disk.UnsyncedWrites.lose)."""
         if self.disk is None:
             raise ClusterError(f"{self.name} has no volatile disk: power-loss needs cluster.volatile_disks")
-        return self.disk.power_off()
+        return self.disk.power_off(torn, torn_glob, seed)
+
+    def disk_faults(self, **settings: Any) -> dict[str, Any]:
+        """Arm or disarm faults of this node's volatile disk (cluster.volatile_disk.DiskFaults.arm); returns what
+        is armed and what the faults did. A disk unmounted by a power loss has nothing armed: its next mount
+        starts healthy."""
+        if self.disk is None:
+            raise ClusterError(f"{self.name} has no volatile disk: disk faults need cluster.volatile_disks")
+        if not self.disk.mounted:
+            return {"mounted": False}
+        return self.disk.arm_faults(**settings)
+
+    def disk_files(self, file_class: str, glob: str | None = None) -> list[str]:
+        """This node's files of a class (cluster.disk_corruption), newest first."""
+        if self.disk is None:
+            raise ClusterError(f"{self.name} has no volatile disk: corrupt needs cluster.volatile_disks")
+        return files_of(self.disk.backing, file_class, glob)
+
+    def corrupt_disk(self, file_class: str, bits: int, seed: int, glob: str | None = None) -> dict[str, Any]:
+        """Flip `bits` bits in fsynced data of this stopped node's newest file of a class, through its disk's mount
+        so that the kernel's cached pages show them too (cluster.disk_corruption.corrupt)."""
+        if self.disk is None:
+            raise ClusterError(f"{self.name} has no volatile disk: corrupt needs cluster.volatile_disks")
+        if not self.disk.mounted:
+            self.disk.power_on()
+        os.sync()  # what the killed JVM left in the kernel's write-back cache reaches the disk's bookkeeping first
+        return corrupt(self.disk.mountpoint, file_class, bits, random.Random(seed), self.disk.synced_size, glob,
+                       self.disk.flipped_at_rest)
 
     def fill_disk(self, free_mb: float) -> dict[str, int]:
         """Fill this node's sized disk until `free_mb` MiB are left (cluster.sized_disk)."""

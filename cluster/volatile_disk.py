@@ -11,11 +11,19 @@ as a plain bind volume and needs no privilege), and records what each file would
 - with a write-back age (`lose = "last:N s"`), a file dirty for longer than N seconds counts as written back, as
   Linux's flusher does per inode (`dirty_expire_centisecs`, 30 s by default);
 - *names* are durable at once (create, rename, unlink, mkdir), as in lazyfs: a file created and never synced
-  survives a power loss empty. A real file system may also lose the name or keep partial data; this one does not.
+  survives a power loss empty. A real file system may also lose the name; this one does not;
+- a power loss may *tear* the last unsynced write of each file (`torn = "page" | "byte"`, lazyfs's torn-op): a
+  prefix of it, cut at a page boundary or at any byte, stays on disk instead of the whole write going.
 
 `power_off` (after the node's processes are SIGKILLed) puts every file back to what was synced, refuses any late
 write (the kernel's write-back of a dead process's mapped pages) and unmounts; `power_on` mounts the backing
 directory again for the node's restart.
+
+Disk faults beyond power loss (docs/architecture.md §5) are armed through the control socket while the disk is
+mounted (`DiskFaults`): every fsync `fsync_delay_ms` slower (slow-disk), or reads, writes or fsyncs failing with
+EIO, optionally only for paths matching a glob (disk-error). With the kernel's write-back cache a failed write
+reaches the program at its next fsync, and a read served from the page cache never reaches the daemon: EIO on
+read hits data the node has not read lately.
 """
 
 from __future__ import annotations
@@ -23,9 +31,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
+import fnmatch
 import hashlib
 import json
 import os
+import random
 import shutil
 import socket
 import struct
@@ -52,6 +62,7 @@ class _FileState:
     synced_size: int
     dirty_since: float
     blocks: dict[int, bytes | None] = field(default_factory=dict)  # synced bytes of changed blocks; None: zeros
+    last_write: tuple[int, int] | None = None  # (offset, length) of the last write, if it is the last change
 
 
 @dataclass(frozen=True)
@@ -65,9 +76,66 @@ class FileLoss:
     blocks_restored: int
     end_offset_before: int | None = None
     end_offset_after: int | None = None
+    torn_offset: int | None = None
+    """A torn last write: where it started, how long it was, how many of its leading bytes the loss kept."""
+    torn_length: int | None = None
+    torn_kept: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v is not None}
+
+
+DISK_OPS = ("fsync", "write", "read")
+"""What a disk-error can fail: fsync; write (also create and truncate); read."""
+
+
+class DiskFaults:
+    """What the disk does wrong while armed, and what it did (the answer to {"cmd": "faults"}): fsyncs delayed,
+    EIO returned per operation. Thread-safe: FUSE calls it from many threads."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.fsync_delay_ms = 0
+        self.eio_ops: frozenset[str] = frozenset()
+        self.eio_glob: str | None = None
+        self.delayed_fsyncs = 0
+        self.delayed_ms = 0
+        self.eio_returned: dict[str, int] = {}
+
+    def arm(self, request: dict[str, Any]) -> None:
+        """Apply the settings a command names (absent keys keep theirs): `fsync_delay_ms`, and `eio` as
+        {"ops": [...], "glob": ...} or None to stop failing."""
+        with self._lock:
+            if "fsync_delay_ms" in request:
+                self.fsync_delay_ms = max(0, int(request["fsync_delay_ms"]))
+            if "eio" in request:
+                eio = request["eio"] or {}
+                ops = frozenset(eio.get("ops", DISK_OPS if eio else ()))
+                unknown = ops - set(DISK_OPS)
+                if unknown:
+                    raise ValueError(f"unknown disk operations {sorted(unknown)}; known: {list(DISK_OPS)}")
+                self.eio_ops, self.eio_glob = ops, eio.get("glob")
+
+    def fsync_delay_s(self) -> float:
+        with self._lock:
+            if self.fsync_delay_ms:
+                self.delayed_fsyncs += 1
+                self.delayed_ms += self.fsync_delay_ms
+            return self.fsync_delay_ms / 1000
+
+    def fails(self, op: str, rel: str) -> bool:
+        """Whether `op` on `rel` fails with EIO now (counted when it does)."""
+        with self._lock:
+            if op not in self.eio_ops or (self.eio_glob is not None and not fnmatch.fnmatchcase(rel, self.eio_glob)):
+                return False
+            self.eio_returned[op] = self.eio_returned.get(op, 0) + 1
+            return True
+
+    def to_dict(self) -> dict[str, Any]:
+        with self._lock:
+            return {"fsync_delay_ms": self.fsync_delay_ms, "eio_ops": sorted(self.eio_ops),
+                    "eio_glob": self.eio_glob, "delayed_fsyncs": self.delayed_fsyncs, "delayed_ms": self.delayed_ms,
+                    "eio_returned": dict(self.eio_returned)}
 
 
 def segment_end_offset(path: Path) -> int | None:
@@ -124,9 +192,11 @@ class UnsyncedWrites:
         state = self._state(rel, now)
         if length > 0 and offset < state.synced_size:
             self._save(rel, state, offset // BLOCK, (offset + length - 1) // BLOCK)
+        state.last_write = (offset, length) if length > 0 else state.last_write
 
     def before_truncate(self, rel: str, length: int, now: float) -> None:
         state = self._state(rel, now)
+        state.last_write = None  # the truncation is the file's last change: no write left to tear
         if length < state.synced_size:
             self._save(rel, state, length // BLOCK, (state.synced_size - 1) // BLOCK)
 
@@ -150,6 +220,43 @@ class UnsyncedWrites:
         for rel in [r for r, s in self.files.items() if now - s.dirty_since >= self.writeback_after_s]:
             del self.files[rel]
 
+    def synced_prefix(self, rel: str) -> int:
+        """How many leading bytes of a file are as they were at its last fsync (its whole size if clean). A block
+        changed since counts up to its first byte that differs: the kernel's write-back cache rewrites whole
+        pages, synced bytes included."""
+        try:
+            with open(self.root / rel, "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                state = self.files.get(rel)
+                if state is None:
+                    return size
+                limit = min(size, state.synced_size)
+                for b in sorted(state.blocks):
+                    if b * BLOCK >= limit:
+                        break
+                    saved, now = state.blocks[b] or ZERO_BLOCK, os.pread(f.fileno(), BLOCK, b * BLOCK)
+                    n = min(len(saved), len(now), limit - b * BLOCK)
+                    differs = next((i for i in range(n) if saved[i] != now[i]), None)
+                    if differs is not None:
+                        return b * BLOCK + differs
+                return limit
+        except FileNotFoundError:
+            return 0
+
+    def flipped_at_rest(self, rel: str, flips: list[tuple[int, int]]) -> None:
+        """Bits flipped (byte offset, bit) in a file's synced bytes, written since like any write, count as on disk:
+        the synced copy of each changed block a power loss would put back carries them too."""
+        state = self.files.get(rel)
+        if state is None:
+            return
+        for offset, bit in flips:
+            b = offset // BLOCK
+            if b in state.blocks:
+                saved = bytearray(state.blocks[b] or ZERO_BLOCK[: min(BLOCK, state.synced_size - b * BLOCK)])
+                saved[offset % BLOCK] ^= 1 << bit
+                state.blocks[b] = bytes(saved)
+        state.last_write = None  # the flips' own write is no write in flight to tear
+
     def unsynced_bytes(self) -> int:
         total = 0
         for rel, state in self.files.items():
@@ -158,8 +265,12 @@ class UnsyncedWrites:
             total += BLOCK * len(state.blocks)
         return total
 
-    def lose(self) -> list[FileLoss]:
-        """Put every file back to what was synced: its synced size, the synced bytes of every block changed since."""
+    def lose(self, torn: str | None = None, torn_glob: str | None = None,
+             rng: random.Random | None = None) -> list[FileLoss]:
+        """Put every file back to what was synced: its synced size, the synced bytes of every block changed since.
+        With `torn` ("page" or "byte"), the last write of each file (whose path matches `torn_glob`, if given)
+        keeps a prefix (`torn_prefix`) instead of going whole."""
+        rng = rng or random.Random(0)
         losses = []
         for rel, state in sorted(self.files.items()):
             path = self.root / rel
@@ -169,21 +280,44 @@ class UnsyncedWrites:
                 continue
             segment = rel.endswith(".log")
             end_before = segment_end_offset(path) if segment else None
+            tear = (torn is not None and state.last_write is not None
+                    and (torn_glob is None or fnmatch.fnmatchcase(rel, torn_glob)))
             with open(path, "r+b") as f:
+                kept, prefix = 0, b""
+                if tear and state.last_write is not None:
+                    offset, length = state.last_write
+                    kept = torn_prefix(offset, length, str(torn), rng)
+                    prefix = os.pread(f.fileno(), kept, offset)
                 os.ftruncate(f.fileno(), state.synced_size)
                 for b, data in sorted(state.blocks.items()):
                     end = min(BLOCK, state.synced_size - b * BLOCK)
                     os.pwrite(f.fileno(), (data if data is not None else ZERO_BLOCK)[:end], b * BLOCK)
+                if prefix:
+                    os.pwrite(f.fileno(), prefix, state.last_write[0] if state.last_write else 0)
                 os.fsync(f.fileno())
-            if size_before != state.synced_size or state.blocks:
+                size_after = os.fstat(f.fileno()).st_size
+            if size_before != size_after or state.blocks or tear:
                 end_after = segment_end_offset(path) if segment else None
-                losses.append(FileLoss(rel, size_before, state.synced_size, len(state.blocks), end_before, end_after))
+                torn_at = state.last_write if tear else None
+                losses.append(FileLoss(rel, size_before, size_after, len(state.blocks), end_before, end_after,
+                                       *((torn_at[0], torn_at[1], kept) if torn_at else (None, None, None))))
         self.files.clear()
         return losses
 
 
-def _fuse_operations(backing: Path, writes: UnsyncedWrites) -> Any:
-    """The pass-through file system over `backing` (mfusepy on libfuse 3), recording into `writes`."""
+def torn_prefix(offset: int, length: int, torn: str, rng: random.Random) -> int:
+    """How many leading bytes of a write at `offset` of `length` bytes a tearing power loss keeps: strictly
+    fewer than all; with "page", up to a page boundary inside the write (none inside: nothing kept, as a write
+    within one page reaches the disk whole or not at all); with "byte", any count from 1."""
+    if torn == "byte":
+        return rng.randrange(1, length) if length > 1 else 0
+    boundaries = range((offset // BLOCK + 1) * BLOCK, offset + length, BLOCK)
+    return rng.choice(boundaries) - offset if boundaries else 0
+
+
+def _fuse_operations(backing: Path, writes: UnsyncedWrites, faults: DiskFaults | None = None) -> Any:
+    """The pass-through file system over `backing` (mfusepy on libfuse 3), recording into `writes`, failing or
+    slowing as `faults` says."""
     import mfusepy
     from mfusepy import FuseOSError
 
@@ -193,6 +327,7 @@ def _fuse_operations(backing: Path, writes: UnsyncedWrites) -> Any:
         def __init__(self) -> None:
             self.mutex = threading.RLock()
             self.powered = True
+            self.faults = faults or DiskFaults()
 
         def init_with_config(self, conn: Any, config: Any) -> None:
             # The kernel's write-back cache gathers small appends into page-sized writes (the daemon's cost is
@@ -215,10 +350,15 @@ def _fuse_operations(backing: Path, writes: UnsyncedWrites) -> Any:
             if not self.powered:
                 raise FuseOSError(errno.EIO)
 
-        def power_off(self) -> list[FileLoss]:
+        def _check_fault(self, op: str, path: str) -> None:
+            if self.faults.fails(op, self._rel(path)):
+                raise FuseOSError(errno.EIO)
+
+        def power_off(self, torn: str | None = None, torn_glob: str | None = None,
+                      seed: int = 0) -> list[FileLoss]:
             with self.mutex:
                 self.powered = False
-                return writes.lose()
+                return writes.lose(torn, torn_glob, random.Random(seed))
 
         # -- names: durable at once --
         def getattr(self, path: str, fh: int | None = None) -> dict[str, Any]:
@@ -299,6 +439,7 @@ def _fuse_operations(backing: Path, writes: UnsyncedWrites) -> Any:
         def create(self, path: str, mode: int, fi: Any = None) -> int:
             with self.mutex:
                 self._check_power()
+                self._check_fault("write", path)
                 fh = os.open(self._path(path), os.O_RDWR | os.O_CREAT | os.O_TRUNC, mode)
                 writes.created(self._rel(path), time.monotonic())
             return fh
@@ -317,17 +458,20 @@ def _fuse_operations(backing: Path, writes: UnsyncedWrites) -> Any:
 
         def read(self, path: str, size: int, offset: int, fh: int) -> bytes:
             self._check_power()
+            self._check_fault("read", path)
             return os.pread(fh, size, offset)
 
         def write(self, path: str, data: bytes, offset: int, fh: int) -> int:
             with self.mutex:
                 self._check_power()
+                self._check_fault("write", path)
                 writes.before_write(self._rel(path), offset, len(data), time.monotonic())
                 return os.pwrite(fh, data, offset)
 
         def truncate(self, path: str, length: int, fh: int | None = None) -> int:
             with self.mutex:
                 self._check_power()
+                self._check_fault("write", path)
                 writes.before_truncate(self._rel(path), length, time.monotonic())
                 if fh is not None:
                     os.ftruncate(fh, length)
@@ -339,6 +483,10 @@ def _fuse_operations(backing: Path, writes: UnsyncedWrites) -> Any:
             raise FuseOSError(errno.EOPNOTSUPP)  # callers fall back to writing (Kafka preallocates by setLength)
 
         def fsync(self, path: str, datasync: int, fh: int) -> int:
+            delay_s = self.faults.fsync_delay_s()
+            if delay_s:
+                time.sleep(delay_s)  # outside the lock: a slow fsync holds back its caller, not other files' I/O
+            self._check_fault("fsync", path)
             with self.mutex:
                 self._check_power()
                 os.fsync(fh)
@@ -359,7 +507,9 @@ def _fuse_operations(backing: Path, writes: UnsyncedWrites) -> Any:
 
 
 def _serve_control(sock_path: Path, ops: Any, writes: UnsyncedWrites) -> None:
-    """One JSON command per connection: {"cmd": "status"} or {"cmd": "power-off"}."""
+    """One JSON command per connection: {"cmd": "status"}, {"cmd": "power-off"}, {"cmd": "settle"} or
+    {"cmd": "faults", ...} (`DiskFaults.arm`; answers what is armed and what it did). A bad command is answered
+    {"error": "..."}."""
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     with contextlib.suppress(FileNotFoundError):
         sock_path.unlink()
@@ -369,8 +519,22 @@ def _serve_control(sock_path: Path, ops: Any, writes: UnsyncedWrites) -> None:
         conn, _ = server.accept()
         with conn:
             request = json.loads(conn.makefile().readline() or "{}")
-            if request.get("cmd") == "power-off":
-                answer: dict[str, Any] = {"files": [loss.to_dict() for loss in ops.power_off()]}
+            if request.get("cmd") == "faults":
+                try:
+                    ops.faults.arm(request)
+                    answer: dict[str, Any] = ops.faults.to_dict()
+                except (ValueError, TypeError) as err:
+                    answer = {"error": str(err)}
+            elif request.get("cmd") == "power-off":
+                losses = ops.power_off(request.get("torn"), request.get("torn_glob"), int(request.get("seed", 0)))
+                answer = {"files": [loss.to_dict() for loss in losses]}
+            elif request.get("cmd") == "synced":
+                with ops.mutex:
+                    answer = {"synced_size": writes.synced_prefix(str(request.get("path", "")))}
+            elif request.get("cmd") == "at-rest":
+                with ops.mutex:
+                    writes.flipped_at_rest(str(request["path"]), [(int(o), int(b)) for o, b in request["flips"]])
+                    answer = {}
             elif request.get("cmd") == "settle":
                 with ops.mutex:
                     answer = {"settled_files": len(writes.files)}
@@ -499,13 +663,44 @@ class VolatileDisk:
                 raise ClusterError(f"the volatile disk at {self.mountpoint} did not mount: {tail.strip()}")
             time.sleep(0.05)
 
-    def _ask(self, cmd: str, timeout_s: float = 60.0) -> dict[str, Any]:
+    def _ask(self, cmd: str, timeout_s: float = 60.0, **fields: Any) -> dict[str, Any]:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
             s.settimeout(timeout_s)
             s.connect(str(self.control))
-            s.sendall((json.dumps({"cmd": cmd}) + "\n").encode())
+            s.sendall((json.dumps({"cmd": cmd, **fields}) + "\n").encode())
             answer: dict[str, Any] = json.loads(s.makefile().readline())
+            if "error" in answer:
+                raise ClusterError(f"the volatile disk at {self.mountpoint} refused {cmd}: {answer['error']}")
             return answer
+
+    def arm_faults(self, **settings: Any) -> dict[str, Any]:
+        """Arm (or disarm) disk faults (`DiskFaults.arm`); returns what is armed and what the faults did so far."""
+        return self._ask("faults", **settings)
+
+    def slow_fsyncs(self, delay_ms: int) -> dict[str, Any]:
+        """Every fsync from now on takes `delay_ms` more (0: back to normal). Returns the disk's fault state."""
+        return self.arm_faults(fsync_delay_ms=delay_ms)
+
+    def fail_io(self, ops: list[str] | tuple[str, ...] = DISK_OPS, glob: str | None = None) -> dict[str, Any]:
+        """`ops` (of DISK_OPS) fail with EIO from now on, on paths matching `glob` (relative to the data directory;
+        `*` matches across `/`), or on every path."""
+        return self.arm_faults(eio={"ops": list(ops), "glob": glob})
+
+    def clear_faults(self) -> dict[str, Any]:
+        """No more delays or errors; returns what the disk did while they were armed."""
+        return self.arm_faults(fsync_delay_ms=0, eio=None)
+
+    def faults(self) -> dict[str, Any]:
+        return self.arm_faults()
+
+    def flipped_at_rest(self, rel: str, flips: list[tuple[int, int]]) -> None:
+        """Bits just flipped through the mount in synced bytes of `rel` stay after a power loss, without an fsync
+        that would make the file's unsynced writes durable too (`UnsyncedWrites.flipped_at_rest`)."""
+        self._ask("at-rest", path=rel, flips=[list(f) for f in flips])
+
+    def synced_size(self, rel: str) -> int:
+        """How many leading bytes of `rel` (relative to the data directory) were fsynced."""
+        return int(self._ask("synced", path=rel)["synced_size"])
 
     def status(self) -> dict[str, Any]:
         return self._ask("status")
@@ -516,9 +711,10 @@ class VolatileDisk:
         os.sync()  # pages the kernel's write-back cache still holds reach the daemon first
         return int(self._ask("settle")["settled_files"])
 
-    def power_off(self) -> list[dict[str, Any]]:
-        """Lose every unsynced write (the node's processes must be dead), then unmount. Returns the files changed."""
-        files: list[dict[str, Any]] = self._ask("power-off")["files"]
+    def power_off(self, torn: str | None = None, torn_glob: str | None = None, seed: int = 0) -> list[dict[str, Any]]:
+        """Lose every unsynced write (the node's processes must be dead), then unmount. Returns the files changed.
+        `torn`: "page" or "byte" tears each file's last write (`UnsyncedWrites.lose`), drawn with `seed`."""
+        files: list[dict[str, Any]] = self._ask("power-off", torn=torn, torn_glob=torn_glob, seed=seed)["files"]
         self._stop_daemon()
         return files
 

@@ -15,8 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from kafka_chaos.cluster import kafka_toxic
+from kafka_chaos.cluster.disk_corruption import describe
 from kafka_chaos.cluster.links import LinkFaults
 from kafka_chaos.cluster.node_links import proxy_name
+from kafka_chaos.errors import ClusterError
 from kafka_chaos.faults.kafka_apis import api_keys, api_name
 from kafka_chaos.faults.node_links import links_of
 from kafka_chaos.faults.partitions import Shape, grudge
@@ -27,6 +29,7 @@ NODE_FAULTS = tuple(k for k, info in KINDS.items() if info.family == "process")
 LINK_FAULTS = tuple(k for k, info in KINDS.items() if info.family == "client-link")
 NODE_LINK_FAULTS = tuple(k for k, info in KINDS.items() if info.family == "node-link")
 REQUEST_FAULTS = tuple(k for k, info in KINDS.items() if info.family == "request")
+DISK_FAULTS = tuple(k for k, info in KINDS.items() if info.family == "disk")
 HEAL_NAMES = {k: info.heal for k, info in KINDS.items()}
 
 
@@ -64,10 +67,15 @@ class NodeFault:
 class PowerLossFault:
     """power-loss/power-on: every target node's processes die first (all at once, as when a rack loses power),
     then each disk loses its unsynced writes; power-on starts the nodes on what is left. The history value
-    says what each node lost: per log segment, the offset after its last whole batch before and after."""
+    says what each node lost: per log segment, the offset after its last whole batch before and after.
+    With `torn` ("page" or "byte"), each file's last unsynced write (of files matching `torn_glob`) keeps a
+    prefix instead of going whole; the value then says per file how many of its bytes were kept."""
 
     cluster: LiveCluster
     name: str = "power-loss"
+    torn: str | None = None
+    torn_glob: str | None = None
+    seed: int = 0
 
     def start(self, nodes: list[int]) -> dict[str, Any]:
         for n in nodes:
@@ -75,9 +83,14 @@ class PowerLossFault:
         lost: dict[str, Any] = {}
         for n in nodes:
             node = self.cluster.nodes[n]
-            lost[str(n)] = crash_summary(node.lose_unsynced_writes())
+            files = (node.lose_unsynced_writes(self.torn, self.torn_glob, self.seed + n) if self.torn
+                     else node.lose_unsynced_writes())
+            lost[str(n)] = crash_summary(files)
         modes = {self.cluster.nodes[n].disk_mode for n in nodes}
-        return {"nodes": nodes, "lose": modes.pop() if len(modes) == 1 else sorted(map(str, modes)), "lost": lost}
+        value = {"nodes": nodes, "lose": modes.pop() if len(modes) == 1 else sorted(map(str, modes)), "lost": lost}
+        if self.torn:
+            value.update({"torn": self.torn, "glob": self.torn_glob})
+        return value
 
     def heal(self, nodes: list[int]) -> dict[str, Any]:
         for n in nodes:
@@ -95,7 +108,10 @@ def crash_summary(files: list[dict[str, Any]]) -> dict[str, Any]:
             seen = segments.setdefault(partition, [before, after])
             seen[0] = max((x for x in (seen[0], before) if x is not None), default=None)
             seen[1] = max((x for x in (seen[1], after) if x is not None), default=None)
+    torn = [{"path": f["path"], "offset": f["torn_offset"], "length": f["torn_length"], "kept": f["torn_kept"]}
+            for f in files if "torn_kept" in f]
     return {
+        **({"torn_writes": torn} if torn else {}),
         "files": len(files),
         # record bytes only: preallocated index files shrink by megabytes of zeros
         "log_bytes": sum(max(0, f["size_before"] - f["size_after"]) for f in files if f["path"].endswith(".log")),
@@ -126,6 +142,76 @@ class DiskFull:
                 node.start()
                 started.append(n)
         return {"nodes": nodes, "freed": freed, "started": started}
+
+
+@dataclass
+class DiskFault:
+    """slow-disk / disk-error on each target's volatile disk, armed through its daemon (cluster.volatile_disk);
+    the heal disarms it, records what the disk did meanwhile (fsyncs delayed, EIO returned per operation) and
+    starts a node that stopped (Kafka halts a broker whose only log directory failed)."""
+
+    name: str
+    cluster: LiveCluster
+    params: dict[str, Any]
+
+    def settings(self) -> dict[str, Any]:
+        if self.name == "slow-disk":
+            return {"fsync_delay_ms": int(self.params.get("delay_ms", 0))}
+        return {"eio": {"ops": list(self.params.get("ops", ())), "glob": self.params.get("glob")}}
+
+    def start(self, nodes: list[int]) -> dict[str, Any]:
+        settings = self.settings()
+        disks = {str(n): self.cluster.nodes[n].disk_faults(**settings) for n in nodes}
+        return {"nodes": nodes, **self.params, "disks": disks}
+
+    def heal(self, nodes: list[int]) -> dict[str, Any]:
+        did, started = {}, []
+        for n in nodes:
+            node = self.cluster.nodes[n]
+            did[str(n)] = node.disk_faults(fsync_delay_ms=0, eio=None)
+            if not node.running():
+                node.start()
+                started.append(n)
+        return {"nodes": nodes, "disks": did, "started": started}
+
+
+@dataclass
+class CorruptFault:
+    """corrupt/corrupt-restart: each target node is killed (SIGKILL), `bits` bits of its newest file of a class
+    that hold fsynced data are flipped (cluster.disk_corruption: seeded, recorded as file, offset and bit), and
+    the heal starts it on the corrupted data. A node without such a file is an error before anything is killed."""
+
+    cluster: LiveCluster
+    params: dict[str, Any]
+    seed: int = 0
+    name: str = "corrupt"
+
+    def start(self, nodes: list[int]) -> dict[str, Any]:
+        files, bits, glob = str(self.params.get("files", "segment")), int(self.params.get("bits", 1)), \
+            self.params.get("glob")
+        for n in nodes:
+            if not self.cluster.nodes[n].disk_files(files, glob):
+                where = f" matching {glob!r}" if glob else ""
+                raise ClusterError(f"node {n} has no {files} file{where} to corrupt ({describe(files)}); "
+                                   "nothing was done")
+        corrupted: dict[str, Any] = {}
+        killed: list[int] = []
+        try:
+            for n in nodes:
+                self.cluster.nodes[n].kill()
+                killed.append(n)
+                corrupted[str(n)] = self.cluster.nodes[n].corrupt_disk(files, bits, self.seed + n, glob)
+        except Exception:
+            for n in killed:  # the heal of a failed fault acts on no node: start what this one took down
+                self.cluster.nodes[n].start()
+            raise
+        return {"nodes": nodes, "files": files, "bits": bits, "corrupted": corrupted}
+
+    def heal(self, nodes: list[int]) -> dict[str, Any]:
+        for n in nodes:
+            if not self.cluster.nodes[n].running():
+                self.cluster.nodes[n].start()
+        return {"nodes": nodes}
 
 
 @dataclass

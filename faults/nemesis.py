@@ -24,6 +24,8 @@ from kafka_chaos.faults.kinds import (
     NODE_FAULTS,
     NODE_LINK_FAULTS,
     REQUEST_FAULTS,
+    CorruptFault,
+    DiskFault,
     DiskFull,
     Fault,
     LinkFault,
@@ -85,9 +87,16 @@ class Nemesis:
         if info is None:
             raise ValueError(f"unknown fault kind {p.kind!r}")
         if info.effect == "power-loss":
+            if p.params.get("torn"):  # drawn only when tearing: other plans keep their seed's draws
+                return PowerLossFault(self.cluster, torn=p.params["torn"], torn_glob=p.params.get("glob"),
+                                      seed=self.rng.randrange(2**31))
             return PowerLossFault(self.cluster)
+        if info.effect == "corrupt":
+            return CorruptFault(self.cluster, p.params, seed=self.rng.randrange(2**31))
         if info.effect == "disk-full":
             return DiskFull(self.cluster, float(p.params.get("free_mb", 0.0)))
+        if info.family == "disk":
+            return DiskFault(p.kind, self.cluster, p.params)
         if info.family == "process":
             return NodeFault(p.kind, self.cluster)
         if info.family == "network":

@@ -14,12 +14,14 @@ from typing import Literal, get_args
 FaultKind = Literal["kill", "power-loss", "disk-full", "stop", "pause", "partition", "latency", "bandwidth", "timeout",
                     "reset_peer", "link-down", "link-latency", "link-bandwidth", "link-timeout", "link-reset",
                     "link-slicer", "link-cut", "link-flap", "request-delay", "response-delay", "request-hold",
-                    "request-drop", "response-drop", "request-duplicate"]
-Family = Literal["process", "network", "client-link", "node-link", "request", "operation"]
+                    "request-drop", "response-drop", "request-duplicate", "slow-disk", "disk-error", "corrupt"]
+Family = Literal["process", "network", "client-link", "node-link", "request", "operation", "disk"]
+"""`disk`: the node's disk misbehaves while the node runs (cluster.volatile_disk's faults); the node is not taken
+down by the fault itself, though Kafka may stop a broker whose only log directory fails."""
 Need = Literal["toxiproxy", "volatile-disks", "sized-disks", "link-proxies"]
-NodeEffect = Literal["crash", "power-loss", "disk-full", "stop", "freeze"]
+NodeEffect = Literal["crash", "power-loss", "disk-full", "stop", "freeze", "corrupt"]
 """What a process kind does to its node: SIGKILL; SIGKILL and the unsynced writes lost; writes failing; a clean
-shutdown; frozen (the same JVM resumes, acting on a stale view)."""
+shutdown; frozen (the same JVM resumes, acting on a stale view); SIGKILL and bits flipped in fsynced data."""
 ProxyAction = Literal["latency", "bandwidth", "timeout", "reset_peer", "slicer", "disable", "flap"]
 """What a link kind does to a Toxiproxy proxy: add that toxic, disable the proxy, or disable and enable it in turn."""
 FrameAction = Literal["delay", "hold", "drop", "duplicate"]
@@ -90,8 +92,12 @@ KINDS: dict[str, FaultKindInfo] = {
     for info in (
         FaultKindInfo("kill", "restart", "process", "SIGKILL; restarted later on the data it had", "#d62728",
                       restarts=True, effect="crash"),
+        # A torn write is an option of power-loss (torn = "page" | "byte"), not a kind of its own: it is a power
+        # loss whose last write per file half-reached the disk, and every reader of power losses (the model's
+        # verdicts, availability, the fault windows) holds for it unchanged; the history value names what tore.
         FaultKindInfo("power-loss", "power-on", "process",
-                      "SIGKILL, then every write not fsynced is lost (volatile disk); started later on what is left",
+                      "SIGKILL, then every write not fsynced is lost (volatile disk); with torn = \"page\" or "
+                      "\"byte\" the last unsynced write of each file keeps a prefix; started later on what is left",
                       "#4a0d0d", frozenset({"volatile-disks"}), restarts=True, effect="power-loss"),
         FaultKindInfo("disk-full", "disk-freed", "process",
                       "the node's data disk filled until free_mb is left: its writes fail (ENOSPC); freed and the "
@@ -135,6 +141,21 @@ KINDS: dict[str, FaultKindInfo] = {
         _request("response-drop", "responses to the chosen APIs removed; the connection stays open", "#de9ed7",
                  action="drop"),
         _request("request-duplicate", "requests of the chosen APIs delivered twice", "#ce6dbd", action="duplicate"),
+        # the node's volatile disk misbehaving under a running node (cluster.volatile_disk.DiskFaults)
+        FaultKindInfo("slow-disk", "slow-disk-heal", "disk",
+                      "every fsync of the node's data directory takes delay_ms more; back to normal at the heal",
+                      "#e6550d", frozenset({"volatile-disks"})),
+        FaultKindInfo("disk-error", "disk-error-heal", "disk",
+                      "reads, writes and/or fsyncs (ops) of the node's data directory, or of the paths matching "
+                      "glob, fail with EIO (KIP-112: the log directory goes offline; with one directory the broker "
+                      "stops); the heal ends the errors and starts the node if it stopped", "#636363",
+                      frozenset({"volatile-disks"})),
+        FaultKindInfo("corrupt", "corrupt-restart", "process",
+                      "SIGKILL, then `bits` bits flipped at random (seeded) offsets in fsynced data of the node's "
+                      "newest file of a class (files = segment: inside record batches, index, checkpoint, "
+                      "metadata-log); started later on the corrupted data, where Kafka's CRC checks and log "
+                      "recovery stand between the flip and a reader", "#7b4173", frozenset({"volatile-disks"}),
+                      restarts=True, effect="corrupt"),
     )
 }
 assert set(KINDS) == set(get_args(FaultKind)), "FaultKind and KINDS must name the same kinds"

@@ -8,14 +8,21 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kafka_chaos.cluster.disk_corruption import FileClass
+from kafka_chaos.cluster.volatile_disk import DISK_OPS
 from kafka_chaos.faults.node_links import Direction, Selector
 from kafka_chaos.faults.partitions import Shape
 from kafka_chaos.faults.registry import KINDS, FaultKind
 from kafka_chaos.faults.targets import Target
+
+DiskOp = Literal["fsync", "write", "read"]
+ALL_DISK_OPS: tuple[DiskOp, ...] = get_args(DiskOp)
+TornMode = Literal["page", "byte"]
+assert ALL_DISK_OPS == DISK_OPS, "DiskOp and cluster.volatile_disk.DISK_OPS must name the same operations"
 
 
 class _Strict(BaseModel):
@@ -43,6 +50,17 @@ class FaultSpec(_Strict):
     count: int = Field(0, ge=0, description="act on the first count matching frames only (0: every one)")
     hold_ms: int = Field(0, ge=0, description="request-hold: the longest a frame is held (0: until the heal)")
     release_on_connect: bool = Field(False, description="request-hold: the proxy's next connection releases it")
+    # disk faults on the volatile disk (cluster.volatile_disk)
+    delay_ms: int = Field(100, ge=0, description="slow-disk: ms added to every fsync")
+    ops: list[DiskOp] = Field(default_factory=lambda: list(ALL_DISK_OPS), min_length=1,
+                              description="disk-error: which operations fail with EIO")
+    glob: str | None = Field(None, description="disk-error, corrupt, a torn power-loss: only paths (relative to "
+                             "the data directory) matching it")
+    torn: TornMode | None = Field(None, description="power-loss: the last unsynced write of each file keeps a prefix "
+                                  "cut at a page boundary or at any byte")
+    files: FileClass = Field("segment", description="corrupt: which of Kafka's files (segment, index, checkpoint, "
+                             "metadata-log)")
+    bits: int = Field(1, ge=1, le=4096, description="corrupt: how many bits to flip")
     # Written into scenario.resolved.toml: the node ids `target` resolved to when the recorded run fired it.
     # A run by rule ignores it; `kafka-chaos run --replay-nodes` aims the fault at these ids instead.
     nodes: list[int] | None = None
@@ -64,6 +82,12 @@ class FaultGenerator(_Strict):
     period_ms: int = Field(1000, ge=50)
     free_mb: float = Field(0, ge=0)
     api: list[str | int] = Field(default_factory=list)
+    delay_ms: int = Field(100, ge=0)
+    ops: list[DiskOp] = Field(default_factory=lambda: list(ALL_DISK_OPS), min_length=1)
+    glob: str | None = None
+    torn: TornMode | None = None
+    files: FileClass = "segment"
+    bits: int = Field(1, ge=1, le=4096)
 
 
 class FaultsConfig(_Strict):
@@ -115,6 +139,14 @@ class PlannedFault:
 def _link_params(kind: str, spec: FaultSpec | FaultGenerator, jitter_ms: int = 0) -> dict[str, Any]:
     """The options of a kind that take any: which links and how, delays, rates, a flap's period, free space."""
     params: dict[str, Any] = {}
+    if kind == "slow-disk":
+        return {"delay_ms": spec.delay_ms}
+    if kind == "disk-error":
+        return {"ops": list(spec.ops), "glob": spec.glob}
+    if kind == "corrupt":
+        return {"files": spec.files, "bits": spec.bits, "glob": spec.glob}
+    if kind == "power-loss" and spec.torn:
+        return {"torn": spec.torn, "glob": spec.glob}
     if "sized-disks" in KINDS[kind].needs:
         return {"free_mb": spec.free_mb}
     if KINDS[kind].family == "request":

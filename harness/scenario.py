@@ -141,6 +141,12 @@ class Scenario(Strict):
         if sized and not self.cluster.disk_size_mb:
             raise ValueError(f"{', '.join(sized)} needs the nodes' data on disks of a known size: set "
                              "cluster.disk_size_mb (e.g. 256)")
+        torn = [i for i, f in enumerate(self.faults.schedule) if f.torn and f.kind != "power-loss"]
+        if torn or (self.faults.generator and self.faults.generator.torn
+                    and set(self.faults.generator.kinds) != {"power-loss"}):
+            where = f"faults.schedule[{torn[0]}]" if torn else "faults.generator"
+            raise ValueError(f"{where}: torn tears the last write of a power loss: it needs kind = \"power-loss\" "
+                             "(and only power-loss among a generator's kinds); remove torn for other kinds")
         disk = {k for k in kinds if "volatile-disks" in KINDS[k].needs}
         if disk and not self.cluster.volatile_disks:
             raise ValueError(f"{', '.join(sorted(disk))} needs the nodes' data on volatile disks: set "
@@ -217,6 +223,11 @@ class Scenario(Strict):
         return found
 
     def _fits_external_cluster(self) -> None:
+        on_disks = sorted(k for k in self.faults.kinds() if "volatile-disks" in KINDS[k].needs)
+        if on_disks:
+            raise ValueError(f"{', '.join(on_disks)} act on the disks kafka-chaos mounts under the nodes it starts "
+                             "(cluster.volatile_disks): not possible against an external cluster; remove "
+                             "bootstrap_servers to run them on a cluster kafka-chaos starts, or remove these faults")
         control = self.cluster.control or NodeControl()
         for kind in sorted(self.faults.kinds()):
             missing = control.missing_for(kind)

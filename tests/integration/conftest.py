@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from pathlib import Path
 
+import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from kafka_chaos.cluster import KafkaCluster
+from kafka_chaos.cluster.volatile_disk import VolatileDisk, is_mounted
+
+
+@pytest.fixture
+def disk(tmp_path: Path) -> Iterator[VolatileDisk]:
+    """A volatile disk mounted on this machine (FUSE), closed after the test."""
+    d = VolatileDisk(tmp_path / "disk")
+    d.mount()
+    yield d
+    d.close()
+    assert not is_mounted(d.mountpoint) and not d.root.exists(), "close() leaves no mount and no files"
 
 
 def produce(cluster: KafkaCluster, topic: str, items: Iterable[tuple[int, int]], acks: str = "all",

@@ -14,15 +14,6 @@ from kafka_chaos.cluster.volatile_disk import VolatileDisk, is_mounted, missing_
 pytestmark = pytest.mark.skipif(bool(missing_requirements()), reason="; ".join(missing_requirements()))
 
 
-@pytest.fixture
-def disk(tmp_path: Path):
-    d = VolatileDisk(tmp_path / "disk")
-    d.mount()
-    yield d
-    d.close()
-    assert not is_mounted(d.mountpoint) and not d.root.exists(), "close() leaves no mount and no files"
-
-
 def test_fsynced_bytes_survive_and_the_rest_is_lost(disk: VolatileDisk) -> None:
     m = disk.mountpoint
     with open(m / "segment.log", "wb") as f:

@@ -1,0 +1,92 @@
+"""Disk faults beyond power loss on real clusters: the volatile disk under a node made slow, failing or corrupt.
+
+Each test asserts on what the history shows: what the nemesis armed and what the disk reports it did, the
+workload's acknowledged sends and the checker's anomalies and violations."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from .conftest import nemesis, sends_invoked_between
+
+pytestmark = [pytest.mark.cluster, pytest.mark.chaos]
+
+BASE: dict[str, Any] = {
+    "cluster": {"nodes": 3, "volatile_disks": "unsynced"},
+    "topic": {"partitions": 3, "replication_factor": 3, "min_insync_replicas": 2},
+    "workload": {"producers": 2, "acks": "all", "idempotence": True, "rate": 300},
+}
+
+
+def scenario(name: str, duration_s: float, *faults: dict[str, Any]) -> dict[str, Any]:
+    return {"name": name, "seed": 7, "duration_s": duration_s, **BASE, "faults": {"schedule": list(faults)}}
+
+
+def test_a_slow_disk_on_the_leader_delays_fsyncs_and_loses_nothing_acknowledged(chaos_run) -> None:
+    """Kafka acknowledges acks=all once the in-sync replicas have the records in memory (it does not fsync per
+    append), so a leader whose fsyncs take 200 ms more keeps acknowledging, and nothing acknowledged is lost."""
+    s = scenario("slow-disk-leader", 25, {"kind": "slow-disk", "target": "leader", "at_s": 5, "duration_s": 12,
+                                          "delay_ms": 200})
+    result = chaos_run(s)
+    (slow,) = nemesis(result, "slow-disk")
+    (victim,) = slow["value"]["nodes"]
+    assert slow["value"]["delay_ms"] == 200 and slow["value"]["disks"][str(victim)]["fsync_delay_ms"] == 200
+    (heal,) = nemesis(result, "slow-disk-heal")
+    did = heal["value"]["disks"][str(victim)]
+    assert did["delayed_fsyncs"] >= 1, f"node {victim}'s disk saw no fsync while slow: {did}"
+    assert did["delayed_ms"] == 200 * did["delayed_fsyncs"] and did["fsync_delay_ms"] == 0
+    assert heal["value"]["started"] == [], "a slow disk does not stop the broker"
+    acknowledged = sends_invoked_between(result, slow["time"], heal["time"])
+    assert acknowledged, "no send made while the leader's disk was slow was acknowledged"
+    r = result.results
+    assert r["complete"], "the final read finished"
+    lost = [i for name in ("lost-write", "unseen") for i in r["anomalies"].get(name, [])]
+    assert not lost, lost[:3]
+    assert r["violations"] == [], r["violations"][:3]
+
+
+def test_a_follower_whose_disk_fails_with_eio_stops_and_nothing_acknowledged_is_lost(chaos_run) -> None:
+    """KIP-112: an I/O error in a log directory takes it offline; a broker whose only log directory (here also
+    the metadata log's) failed halts. Its partitions' other in-sync replicas hold every acknowledged record."""
+    s = scenario("disk-error-follower", 25, {"kind": "disk-error", "target": "follower", "at_s": 5,
+                                             "duration_s": 10})
+    result = chaos_run(s)
+    (failing,) = nemesis(result, "disk-error")
+    (victim,) = failing["value"]["nodes"]
+    assert failing["value"]["disks"][str(victim)]["eio_ops"] == ["fsync", "read", "write"]
+    (heal,) = nemesis(result, "disk-error-heal")
+    did = heal["value"]["disks"][str(victim)]
+    assert did["eio_returned"], f"node {victim} did no I/O on its failing disk: {did}"
+    assert heal["value"]["started"] == [victim], "the broker kept running on a failed log directory"
+    r = result.results
+    assert r["complete"], "the final read finished"
+    lost = [i for name in ("lost-write", "unseen") for i in r["anomalies"].get(name, [])]
+    assert not lost, lost[:3]
+    assert r["violations"] == [], r["violations"][:3]
+
+
+def test_bits_flipped_in_a_followers_fsynced_segment_never_reach_a_reader(chaos_run) -> None:
+    """The follower is killed, bits flipped inside record batches of its newest segment's fsynced bytes, and it
+    restarts: after an unclean shutdown Kafka's log recovery checks each batch's CRC past the recovery point and
+    truncates at the first bad one, then the follower fetches the rest again. No read returns a value no one
+    wrote and nothing acknowledged is lost. flush.messages=1 makes every append fsynced, so the flips land in
+    the records the workload wrote."""
+    s = scenario("corrupt-follower-segment", 25, {"kind": "corrupt", "target": "follower", "at_s": 6,
+                                                  "duration_s": 6, "files": "segment", "bits": 8,
+                                                  "glob": "*/*.log"})
+    s["topic"] = {**s["topic"], "configs": {"flush.messages": "1"}}
+    result = chaos_run(s)
+    (corrupt,) = nemesis(result, "corrupt")
+    (victim,) = corrupt["value"]["nodes"]
+    hit = corrupt["value"]["corrupted"][str(victim)]
+    assert hit["file"].endswith(".log") and not hit["file"].startswith("__cluster_metadata")
+    assert len(hit["flips"]) == 8 and all(f["offset"] >= 0 and 0 <= f["bit"] < 8 for f in hit["flips"])
+    (restart,) = nemesis(result, "corrupt-restart")
+    assert restart["value"]["nodes"] == [victim]
+    r = result.results
+    assert r["complete"], "the final read finished"
+    lost = [i for name in ("lost-write", "unseen") for i in r["anomalies"].get(name, [])]
+    assert not lost, lost[:3]
+    assert r["violations"] == [], r["violations"][:3]
