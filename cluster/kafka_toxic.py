@@ -21,12 +21,15 @@ Toxic = tuple[Stream, str, dict[str, Any]]
 
 
 def toxics(kind: str, frames: str, action: str, api_keys: list[int], proxy: str, token: str, *, latency_ms: int = 0,
-           hold_ms: int = 0, count: int = 0, release_on_connect: bool = False) -> list[Toxic]:
+           hold_ms: int = 0, count: int = 0, release_on_connect: bool = False,
+           release_after: list[int] | None = None, release_after_count: int = 1) -> list[Toxic]:
     """The toxics for one proxy, in the order to add them; removing them in the same order
-    keeps the tracking toxic's ids flowing to the response toxic until it goes."""
+    keeps the tracking toxic's ids flowing to the response toxic until it goes. `release_after`: API keys whose
+    frames on the proxy's other connections release a held frame, ahead of the `release_after_count`-th."""
     base = {"kind": kind, "fault": token, "proxy": proxy, "api_keys": api_keys}
     acting = {**base, "frames": frames, "action": action, "count": count,
-              "delay_ms": latency_ms if action == "delay" else hold_ms, "release_on_connect": release_on_connect}
+              "delay_ms": latency_ms if action == "delay" else hold_ms, "release_on_connect": release_on_connect,
+              "release_after_api_keys": release_after or [], "release_after_count": release_after_count}
     if frames == "request":
         return [("upstream", f"kafka-chaos-{token}-requests", acting)]
     return [("upstream", f"kafka-chaos-{token}-track", {**base, "frames": "request", "action": "track"}),

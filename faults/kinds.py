@@ -331,16 +331,19 @@ class RequestFault:
         info = KINDS[self.name]
         keys = api_keys(self.params.get("api", []))
         targets = self._targets(nodes)
-        options: dict[str, Any] = {k: self.params[k] for k in ("latency_ms", "hold_ms", "count", "release_on_connect")
-                   if k in self.params}
+        options: dict[str, Any] = {k: self.params[k] for k in ("latency_ms", "hold_ms", "count", "release_on_connect",
+                                                                "release_after_count") if k in self.params}
+        after = api_keys(self.params.get("release_after", []))
         self._since_s = time.time()
         for where, proxy in targets:
             for stream, name, attributes in kafka_toxic.toxics(self.name, str(info.frames), str(info.action), keys,
-                                                               proxy, self._token, **options):
+                                                               proxy, self._token, release_after=after, **options):
                 self._proxies_of(where).add_toxic(where, name, kafka_toxic.TOXIC_TYPE, stream, attributes)
                 self._added.append((where, name))
         value: dict[str, Any] = {"nodes": nodes, "api": [api_name(k) for k in keys], "api_keys": keys,
                                  "proxies": [proxy for _, proxy in targets], "fault": self._token, **options}
+        if after:
+            value["release_after"] = [api_name(k) for k in after]
         if "links" in self.params:
             selector = self.params["links"]
             value.update(selector=selector, direction=self.params.get("direction", "both"),

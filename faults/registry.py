@@ -135,7 +135,9 @@ KINDS: dict[str, FaultKindInfo] = {
         _request("response-delay", "responses to the chosen APIs each held latency_ms (later ones wait behind)",
                  "#e7cb94", action="delay"),
         _request("request-hold", "the first `count` requests of the chosen APIs held until hold_ms, the client's "
-                 "next connection or the heal, then delivered", "#ad494a", action="hold"),
+                 "next connection, the release_after_count-th frame of the release_after APIs on the proxy's other "
+                 "connections (delivered ahead of it) or the heal, then delivered, even when their client closed the "
+                 "connection", "#ad494a", action="hold"),
         _request("request-drop", "requests of the chosen APIs removed; the connection stays open", "#7b4173",
                  action="drop"),
         _request("response-drop", "responses to the chosen APIs removed; the connection stays open", "#de9ed7",

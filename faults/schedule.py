@@ -50,6 +50,10 @@ class FaultSpec(_Strict):
     count: int = Field(0, ge=0, description="act on the first count matching frames only (0: every one)")
     hold_ms: int = Field(0, ge=0, description="request-hold: the longest a frame is held (0: until the heal)")
     release_on_connect: bool = Field(False, description="request-hold: the proxy's next connection releases it")
+    release_after: list[str | int] = Field(default_factory=list, description=(
+        "request-hold: APIs whose frames on the proxy's other connections release it, ahead of the "
+        "release_after_count-th one since it was held"))
+    release_after_count: int = Field(1, ge=1, description="request-hold: how many release_after frames release it")
     # disk faults on the volatile disk (cluster.volatile_disk)
     delay_ms: int = Field(100, ge=0, description="slow-disk: ms added to every fsync")
     ops: list[DiskOp] = Field(default_factory=lambda: list(ALL_DISK_OPS), min_length=1,
@@ -171,6 +175,8 @@ def _request_params(kind: str, spec: FaultSpec | FaultGenerator) -> dict[str, An
         params["count"] = spec.count
         if KINDS[kind].action == "hold":
             params.update(hold_ms=spec.hold_ms, release_on_connect=spec.release_on_connect)
+            if spec.release_after:
+                params.update(release_after=list(spec.release_after), release_after_count=spec.release_after_count)
     if KINDS[kind].action == "delay":
         params["latency_ms"] = spec.latency_ms
     return params

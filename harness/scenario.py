@@ -175,6 +175,10 @@ class Scenario(Strict):
                 keys = sorted({api_key(a) for a in f.api})
             except UnknownApi as e:
                 raise ValueError(f"{what}.api: {e}") from None
+            try:
+                [api_key(a) for a in getattr(f, "release_after", [])]
+            except UnknownApi as e:
+                raise ValueError(f"{what}.release_after: {e}") from None
             on_node_links = "links" in f.model_fields_set
             if on_node_links:
                 listeners = self._proxied_listeners(what, f.links, f.direction)

@@ -84,6 +84,22 @@ def test_the_plan_keeps_links_only_when_given_and_loads_again() -> None:
     assert plan(again, 30, 1) == [hold, delay]
 
 
+def test_release_after_reaches_the_toxic_by_key_and_is_checked_by_name() -> None:
+    s = parse_scenario({"name": "t", "cluster": {"toxiproxy": True}, "faults": {"schedule": [
+        {"kind": "request-hold", "api": ["EndTxn"], "count": 1, "release_after": ["EndTxn"],
+         "release_after_count": 2, "at_s": 1}]}})
+    (hold,) = plan(s.faults, 30, 1)
+    assert hold.params["release_after"] == ["EndTxn"] and hold.params["release_after_count"] == 2
+    assert plan(FaultsConfig.from_plan([hold]), 30, 1) == [hold]
+    (only,) = toxics("request-hold", "request", "hold", [26], "broker-1", "t1", count=1, release_after=[26],
+                     release_after_count=2)
+    assert only[2]["release_after_api_keys"] == [26] and only[2]["release_after_count"] == 2
+    with pytest.raises(ScenarioError) as err:
+        parse_scenario({"name": "t", "cluster": {"toxiproxy": True}, "faults": {"schedule": [
+            {"kind": "request-hold", "api": ["EndTxn"], "release_after": ["EndTxnn"], "at_s": 1}]}})
+    assert "faults.schedule[0] (request-hold).release_after" in str(err.value)
+
+
 def test_a_response_fault_tracks_requests_upstream_and_acts_downstream() -> None:
     (only,) = toxics("request-hold", "request", "hold", [26], "broker-1", "t1", hold_ms=500, count=1)
     assert only[0] == "upstream" and only[2]["action"] == "hold" and only[2]["delay_ms"] == 500

@@ -39,27 +39,45 @@ type Toxic struct {
 	DelayMs          int64   `json:"delay_ms"` // delay: each frame's; hold: the longest (0: no limit)
 	Count            int64   `json:"count"`    // act on the first Count matching frames only (0: every one)
 	ReleaseOnConnect bool    `json:"release_on_connect"`
+	// hold: release a held frame when the proxy's other connections have carried ReleaseAfterCount frames of
+	// these APIs since it was held, ahead of the last of them (see Pipe)
+	ReleaseAfterKeys  []int16 `json:"release_after_api_keys"`
+	ReleaseAfterCount int64   `json:"release_after_count"`
 
 	fired    atomic.Int64
 	mu       sync.Mutex
 	connects chan struct{} // closed, and replaced, when the proxy opens a new connection
+	seen     int64         // frames of ReleaseAfterKeys passed on connections holding nothing
+	waiting  []*item       // held frames waiting for seen to reach their target
 }
 
 type item struct {
 	data      []byte
 	hdr       *Header
 	from      time.Time
-	until     time.Time     // zero: no time limit
-	held      bool          // released only by until, a new connection or the heal
-	onConnect chan struct{} // closed when the next connection opens (hold with ReleaseOnConnect)
-	log       bool          // log the firing when it is released
+	until     time.Time       // zero: no time limit
+	held      bool            // released only by until, a new connection or the heal
+	onConnect chan struct{}   // closed when the next connection opens (hold with ReleaseOnConnect)
+	log       bool            // log the firing when it is released
+	target    int64           // hold with ReleaseAfterKeys: released when the toxic's seen count reaches it
+	release   chan struct{}   // closed when target is reached
+	delivered chan struct{}   // closed once the held frame went to its connection's writer
+	after     []chan struct{} // a frame that released held ones waits for them to be delivered first
+}
+
+// decision: what match decided for one frame, taken by feed when the parser emits it whole.
+type decision struct {
+	act   bool            // the toxic acts on it
+	after []chan struct{} // not acted on, but it completes a release count: it waits for these deliveries
 }
 
 type connState struct {
-	parser *Parser
-	queue  []*item
-	ended  bool
-	ids    *trackedIDs // this connection's tracked requests, shared by its two directions (nil: not paired)
+	decisions []decision
+	holds     int // held frames of this connection decided on and not yet delivered
+	parser    *Parser
+	queue     []*item
+	ended     bool
+	ids       *trackedIDs // this connection's tracked requests, shared by its two directions (nil: not paired)
 }
 
 func (t *Toxic) GetBufferSize() int { return 1024 }
@@ -125,8 +143,25 @@ func (t *Toxic) wants(key int16) bool {
 	return false
 }
 
-// match decides, once per frame, whether this toxic acts on it.
+// match decides, once per frame, whether the parser hands it over whole: when this toxic acts on it, or when
+// it counts towards releasing held frames on other connections.
 func (t *Toxic) match(st *connState, h *Header) bool {
+	act := t.acts(st, h)
+	if act && t.Action == "hold" {
+		st.holds++
+	}
+	var after []chan struct{}
+	if !act && t.Frames != "response" && st.holds == 0 && containsKey(t.ReleaseAfterKeys, h.APIKey) {
+		after = t.release()
+	}
+	if act || after != nil {
+		st.decisions = append(st.decisions, decision{act: act, after: after})
+		return true
+	}
+	return false
+}
+
+func (t *Toxic) acts(st *connState, h *Header) bool {
 	ids := st.ids
 	if ids == nil {
 		ids = perProxy(t.Proxy + "/" + t.Fault)
@@ -152,7 +187,12 @@ func (t *Toxic) match(st *connState, h *Header) bool {
 // clients (brokers and controllers among them) close a connection whose next response is not for their oldest
 // request, so letting later frames overtake would turn a delay into a reset on links between nodes. A client
 // that gives up on a held request opens a new connection, which passes (and, with ReleaseOnConnect, releases
-// the held frame onto the old one: a request delivered after its sender moved on).
+// the held frame onto the old one: a request delivered after its sender moved on). A held frame outlives its
+// client: when the client closes the connection the queue is still delivered, on the broker-side connection
+// Toxiproxy keeps open until this stub closes its output, and only then does that connection close.
+// With ReleaseAfterKeys, the frame that completes the count on another connection waits until the held frames
+// it releases were handed to their connections' writers, so the broker reads the held frame first (the two
+// connections are still read by the broker independently: the order is the bytes', not the handling's).
 func (t *Toxic) Pipe(stub *toxics.ToxicStub) {
 	st := stub.State.(*connState)
 	for {
@@ -171,7 +211,7 @@ func (t *Toxic) Pipe(stub *toxics.ToxicStub) {
 				stop = tm.Stop
 				timer = tm.C
 			}
-			connected = head.onConnect
+			connected = head.waitOn()
 		}
 		input := stub.Input
 		if st.ended {
@@ -193,10 +233,66 @@ func (t *Toxic) Pipe(stub *toxics.ToxicStub) {
 	}
 }
 
+// waitOn: the channel whose closing may let the item go (nil: none).
+func (it *item) waitOn() chan struct{} {
+	for _, c := range it.after {
+		if !isClosed(c) {
+			return c
+		}
+	}
+	if it.release != nil {
+		return it.release
+	}
+	return it.onConnect
+}
+
+// release counts a frame of ReleaseAfterKeys seen on a connection holding nothing, and returns the delivery
+// channels of the held frames that count releases.
+func (t *Toxic) release() []chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.seen++
+	var released []chan struct{}
+	rest := t.waiting[:0]
+	for _, it := range t.waiting {
+		if it.target <= t.seen {
+			close(it.release)
+			released = append(released, it.delivered)
+		} else {
+			rest = append(rest, it)
+		}
+	}
+	t.waiting = rest
+	return released
+}
+
+func (t *Toxic) waitForCount(it *item) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	it.target = t.seen + t.ReleaseAfterCount
+	it.release = make(chan struct{})
+	t.waiting = append(t.waiting, it)
+}
+
+func containsKey(keys []int16, key int16) bool {
+	for _, k := range keys {
+		if k == key {
+			return true
+		}
+	}
+	return false
+}
+
 func (t *Toxic) feed(st *connState, c *stream.StreamChunk) {
 	for _, p := range st.parser.Feed(c.Data, func(h Header) bool { return t.match(st, &h) }) {
 		if p.Frame == nil {
 			st.queue = append(st.queue, &item{data: p.Data})
+			continue
+		}
+		d := st.decisions[0]
+		st.decisions = st.decisions[1:]
+		if !d.act {
+			st.queue = append(st.queue, &item{data: p.Data, after: d.after})
 			continue
 		}
 		now := time.Now()
@@ -217,6 +313,10 @@ func (t *Toxic) feed(st *connState, c *stream.StreamChunk) {
 			if t.ReleaseOnConnect {
 				it.onConnect = t.nextConnect()
 			}
+			it.delivered = make(chan struct{})
+			if len(t.ReleaseAfterKeys) > 0 && t.ReleaseAfterCount > 0 {
+				t.waitForCount(it)
+			}
 			st.queue = append(st.queue, it)
 		default:
 			st.queue = append(st.queue, &item{data: p.Data})
@@ -235,15 +335,37 @@ func (t *Toxic) flush(stub *toxics.ToxicStub, st *connState, healed string) {
 				why = "time"
 			case head.onConnect != nil && isClosed(head.onConnect):
 				why = "connection"
+			case head.release != nil && isClosed(head.release):
+				why = "after"
 			default:
 				return
 			}
+		}
+		if why == "" && head.waitOn() != nil {
+			return // released held frames on other connections go first
 		}
 		if head.log {
 			t.logFiring(head.hdr, head.from, time.Now(), why)
 		}
 		st.queue = st.queue[1:]
 		stub.Output <- &stream.StreamChunk{Data: head.data, Timestamp: time.Now()}
+		if head.delivered != nil {
+			st.holds--
+			t.delivered(head)
+		}
+	}
+}
+
+// delivered: the held frame went (released, timed out or healed); it no longer waits for the count.
+func (t *Toxic) delivered(it *item) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	close(it.delivered)
+	for i, w := range t.waiting {
+		if w == it {
+			t.waiting = append(t.waiting[:i], t.waiting[i+1:]...)
+			break
+		}
 	}
 }
 
@@ -283,7 +405,7 @@ type Firing struct {
 	CorrelationID int32  `json:"correlation_id"`
 	HeldFrom      int64  `json:"held_from"` // ms since the epoch
 	HeldTo        int64  `json:"held_to"`
-	Released      string `json:"released"` // time, connection, heal, dropped, duplicated
+	Released      string `json:"released"` // time, connection, after (ReleaseAfterKeys), heal, dropped, duplicated
 }
 
 func (t *Toxic) logFiring(h *Header, from, to time.Time, why string) {

@@ -113,3 +113,67 @@ func TestResponsesOfTrackedRequests(t *testing.T) {
 	up.heal()
 	down.heal()
 }
+
+// startOn: one more connection of the same toxic (Toxiproxy gives each connection's stub a state of its own).
+func startOn(t *Toxic) *rig { return start(t) }
+
+func TestHoldReleasedAheadOfTheCountedFrameOnAnotherConnection(t *testing.T) {
+	// the KAFKA-17754 shape: the first EndTxn held; its re-send on a new connection passes; the next
+	// transaction's EndTxn (the second one counted) releases the held copy, which reaches the broker first
+	tx := &Toxic{Frames: "request", Action: "hold", APIKeys: []int16{26}, Count: 1,
+		ReleaseAfterKeys: []int16{26}, ReleaseAfterCount: 2}
+	old := start(tx)
+	old.send(request(26, 3, 7, 4))
+	old.send(request(26, 3, 8, 4)) // behind the held frame on its own connection: not counted
+	old.in <- nil                  // the client gave the connection up
+	fresh := startOn(tx)
+	fresh.send(request(26, 3, 1, 4)) // the re-send: past count, passes, counted once
+	if !bytes.Equal(fresh.next(), request(26, 3, 1, 4)) {
+		t.Fatal("the re-send must pass")
+	}
+	fresh.send(request(24, 3, 2, 4)) // AddPartitionsToTxn of the next transaction
+	if !bytes.Equal(fresh.next(), request(24, 3, 2, 4)) {
+		t.Fatal("other APIs pass")
+	}
+	old.nothingYet(t)
+	fresh.send(request(26, 3, 3, 4)) // the next transaction's EndTxn: the second counted
+	if !bytes.Equal(fresh.next(), request(26, 3, 3, 4)) {
+		t.Fatal("the counting frame passes")
+	}
+	select { // it passed only after the held frame had gone to the old connection's writer
+	case c := <-old.out:
+		if !bytes.Equal(c.Data, request(26, 3, 7, 4)) {
+			t.Fatal("the held EndTxn goes first")
+		}
+	default:
+		t.Fatal("the counting frame overtook the held one")
+	}
+	if !bytes.Equal(old.next(), request(26, 3, 8, 4)) {
+		t.Fatal("then what came behind it")
+	}
+	if c := <-old.out; c != nil {
+		t.Fatal("then the old connection closes: it outlived its client until the release")
+	}
+	fresh.heal()
+}
+
+func TestHealDeliversAFrameWaitingForACount(t *testing.T) {
+	tx := &Toxic{Frames: "request", Action: "hold", APIKeys: []int16{26}, Count: 1,
+		ReleaseAfterKeys: []int16{24}, ReleaseAfterCount: 5}
+	r := start(tx)
+	r.send(request(26, 3, 7, 4))
+	other := startOn(tx)
+	other.send(request(24, 3, 1, 4))
+	if !bytes.Equal(other.next(), request(24, 3, 1, 4)) {
+		t.Fatal("a count not yet reached releases nothing, and the frame passes")
+	}
+	r.nothingYet(t)
+	r.heal()
+	if !bytes.Equal(r.next(), request(26, 3, 7, 4)) {
+		t.Fatal("the heal delivers it")
+	}
+	if len(tx.waiting) != 0 {
+		t.Fatal("a delivered frame no longer waits for the count")
+	}
+	other.heal()
+}

@@ -1,0 +1,57 @@
+"""KAFKA-17754's shape made on purpose: the transactional producer's first EndTxn copy held on its connection to
+the coordinator while librdkafka times the request out, drops the connection and sends EndTxn again on a new
+one; the first copy is released ahead of the next transaction's own EndTxn (`release_after = ["EndTxn"]`,
+`release_after_count = 2`: the re-send counts once), onto a coordinator where that transaction is open.
+Under transaction protocol v1 (librdkafka) it ends that transaction: what the checker finds is shown with the
+model's verdict, KAFKA-17754 a known defect (reference_model/request_faults.py, docs/architecture.md §5).
+Asserts on the history only."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from kafka_chaos.faults.nemesis import FRAME_FAULT
+
+from .conftest import events, nemesis
+
+pytestmark = [pytest.mark.cluster, pytest.mark.chaos,
+              pytest.mark.skip(reason="not yet run on a real cluster: release_after is new in the kafka toxic")]
+
+SCENARIO: dict[str, Any] = {
+    "name": "kafka-17754-request-hold",
+    "duration_s": 30,
+    "cluster": {"nodes": 3, "toxiproxy": True},
+    "topic": {"partitions": 3, "replication_factor": 3, "min_insync_replicas": 2},
+    # one producer: every EndTxn the coordinator's proxy sees is its own; the request times out in 3 s, so
+    # librdkafka drops the connection and sends EndTxn again on a new one (socket.max.fails = 1)
+    "workload": {"kind": "txn", "producers": 1, "consumers": 1, "txn_keys": 2, "txn_abort_share": 0.5,
+                 "txn_socket_timeout_ms": 3000},
+    "faults": {"schedule": [{"kind": "request-hold", "api": ["EndTxn"], "target": "txn-coordinator", "count": 1,
+                             "release_after": ["EndTxn"], "release_after_count": 2, "at_s": 4,
+                             "duration_s": 20}]},
+}
+
+
+def test_a_late_end_txn_ends_the_next_transaction(chaos_run: Any) -> None:
+    result = chaos_run(SCENARIO)
+    (fault,) = nemesis(result, "request-hold")
+    assert fault["value"]["release_after"] == ["EndTxn"]
+    (held,) = [e["value"] for e in events(result) if e["process"] == "harness" and e["f"] == FRAME_FAULT]
+    # "after": the toxic passed the re-send on another connection, then the next transaction's EndTxn, and
+    # delivered the held copy ahead of that one; the heal or a timeout would say "heal" or "time"
+    assert held["api"] == "EndTxn" and held["released"] == "after", held
+    txns = [e for e in events(result) if e["f"] == "txn" and e["type"] in ("ok", "fail", "info")]
+    r = result.results
+    found = Counter((name, i.get("isolation", ""), i["verdict"], i.get("defect")) for name, insts
+                    in r["anomalies"].items() for i in insts)
+    print(f"held EndTxn {held}; txn ops {dict(Counter(e['type'] for e in txns))}; "
+          f"anomalies (name, isolation, verdict, defect) {dict(found)}")
+    # under protocol v1 whatever the late EndTxn does is KAFKA-17754's, a known defect; nothing else breaks
+    for name in ("G1a", "G1c", "lost-write"):
+        for inst in r["anomalies"].get(name, []):
+            if inst.get("isolation", "read_committed") != "read_uncommitted":
+                assert "KAFKA-17754" in str(inst.get("defect") or inst.get("reason")), inst
+    assert not r["violations"], r["violations"][:3]
