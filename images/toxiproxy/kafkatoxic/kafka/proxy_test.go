@@ -140,10 +140,12 @@ func TestHoldReleasedByTheProxysNextConnection(t *testing.T) {
 	if got := readResponse(t, first); got != 1 {
 		t.Fatalf("want the Metadata response first, got %d", got)
 	}
+	held := framesHeld.Load()
 	if _, err := first.Write(request(26, 3, 2, 4)); err != nil {
 		t.Fatal(err)
 	}
 	first.Close()
+	waitHeld(t, held) // the next connection releases holds begun before it: wait until the toxic took the EndTxn
 	select {
 	case <-gotEndTxn:
 		t.Fatal("the EndTxn should be held until the next connection")

@@ -51,6 +51,10 @@ type Toxic struct {
 	waiting  []*item       // held frames waiting for seen to reach their target
 }
 
+// framesHeld counts the frames any hold took, so that a test can open "the next connection" only once the
+// hold it means to release has begun.
+var framesHeld atomic.Int64
+
 type item struct {
 	data      []byte
 	hdr       *Header
@@ -306,6 +310,7 @@ func (t *Toxic) feed(st *connState, c *stream.StreamChunk) {
 			st.queue = append(st.queue, &item{data: p.Data, hdr: p.Frame, from: c.Timestamp,
 				until: c.Timestamp.Add(time.Duration(t.DelayMs) * time.Millisecond), held: true, log: true})
 		case "hold":
+			framesHeld.Add(1)
 			it := &item{data: p.Data, hdr: p.Frame, from: c.Timestamp, held: true, log: true}
 			if t.DelayMs > 0 {
 				it.until = c.Timestamp.Add(time.Duration(t.DelayMs) * time.Millisecond)

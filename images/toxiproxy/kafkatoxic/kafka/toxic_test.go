@@ -67,10 +67,12 @@ func TestHoldKeepsTheFrameAndWhatFollowsUntilTheHeal(t *testing.T) {
 func TestHoldReleasedByTheNextConnection(t *testing.T) {
 	tx := &Toxic{Frames: "request", Action: "hold", APIKeys: []int16{26}, ReleaseOnConnect: true}
 	r := start(tx)
+	held := framesHeld.Load()
 	r.send(request(26, 3, 2, 4))
 	r.send(request(3, 12, 3, 4))
 	r.in <- nil // the client gave the connection up
 	r.nothingYet(t)
+	waitHeld(t, held) // the next connection releases holds begun before it
 	tx.newConnection()
 	if !bytes.Equal(r.next(), request(26, 3, 2, 4)) || !bytes.Equal(r.next(), request(3, 12, 3, 4)) {
 		t.Fatal("the next connection must release the held frame onto the old one")
@@ -176,4 +178,13 @@ func TestHealDeliversAFrameWaitingForACount(t *testing.T) {
 		t.Fatal("a delivered frame no longer waits for the count")
 	}
 	other.heal()
+}
+
+// waitHeld waits until the toxic has held a frame more than `before` counted.
+func waitHeld(t *testing.T, before int64) {
+	for deadline := time.Now().Add(10 * time.Second); framesHeld.Load() == before; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no frame was held")
+		}
+	}
 }
