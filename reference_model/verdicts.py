@@ -806,13 +806,17 @@ def judge(
     rule = _RULES.get(anomaly)
     if rule is None:
         return _violation(f"no rule of the reference model permits '{anomaly}'")
-    return _request_fault(anomaly, cfg, fs) or rule(instance, cfg, known, fs)
+    verdict = rule(instance, cfg, known, fs)
+    if verdict.verdict == "violation":
+        return _request_fault(anomaly, cfg, fs) or verdict
+    return verdict
 
 
 def _request_fault(anomaly: str, cfg: RunConfig, faults: FaultSummary) -> Verdict | None:
-    """What the per-request faults the run saw permit (reference_model.request_faults): a known defect of the
-    version (or client) when one is the reason, else permitted; None when none of them lets this anomaly through,
-    so the general rules judge it."""
+    """What the per-request faults the run saw let through of an anomaly the general rules call a violation
+    (reference_model.request_faults): a known defect of the version (or client) when one is the reason, else
+    permitted; None when none of them does. What Kafka permits anyway (an aborted record read at
+    read_uncommitted) stays permitted."""
     for kind, api in sorted(faults.requests):
         r = rule_for(kind, api, kafka_version=cfg.kafka_version, idempotence=cfg.idempotence,
                      transactional=cfg.transactional)

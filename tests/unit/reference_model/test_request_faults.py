@@ -105,6 +105,9 @@ def test_judge_reads_request_faults_from_fault_windows() -> None:
                  RunConfig(rf=3, min_insync=2, kafka_version="3.5.2", transactional=True),
                  FaultSummary.from_windows([window("request-delay", ["Produce"])]))
     assert (late.verdict, late.defect, late.fixed_in) == ("known-defect", "KAFKA-14402", "3.6.0")
+    # what Kafka permits anyway stays permitted: an aborted record read at read_uncommitted (KIP-98)
+    uncommitted = judge("G1a", {"writer_txn": True, "isolation": "read_uncommitted"}, txn, held)
+    assert uncommitted.verdict == "permitted" and uncommitted.defect is None
 
 
 def test_run_config_knows_a_transactional_workload() -> None:
