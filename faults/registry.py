@@ -156,7 +156,7 @@ KINDS: dict[str, FaultKindInfo] = {
                       "SIGKILL, then `bits` bits flipped at random (seeded) offsets in fsynced data of the node's "
                       "newest file of a class (files = segment: inside record batches, index, checkpoint, "
                       "metadata-log); started later on the corrupted data, where Kafka's CRC checks and log "
-                      "recovery stand between the flip and a reader", "#7b4173", frozenset({"volatile-disks"}),
+                      "recovery stand between the flip and a reader", "#5254a3", frozenset({"volatile-disks"}),
                       restarts=True, effect="corrupt"),
     )
 }
