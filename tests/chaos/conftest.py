@@ -13,6 +13,19 @@ from kafka_chaos.rundir import SENDS_FILE
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 
+VOLATILE_DISK_BASE: dict[str, Any] = {
+    "cluster": {"nodes": 3, "volatile_disks": "unsynced"},
+    "topic": {"partitions": 3, "replication_factor": 3, "min_insync_replicas": 2},
+    "workload": {"producers": 2, "acks": "all", "idempotence": True, "rate": 300},
+}
+"""acks=all, RF 3, min.insync 2 on three nodes whose disks lose what was not fsynced: the disk suites' cluster."""
+
+
+def volatile_disk_scenario(name: str, duration_s: float, *faults: dict[str, Any], seed: int) -> dict[str, Any]:
+    """A scenario dict on VOLATILE_DISK_BASE with this fault schedule."""
+    return {"name": name, "seed": seed, "duration_s": duration_s, **VOLATILE_DISK_BASE,
+            "faults": {"schedule": list(faults)}}
+
 
 def events(result: RunResult) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (result.run_dir / "history.jsonl").read_text().splitlines()]

@@ -9,19 +9,13 @@ from typing import Any
 
 import pytest
 
-from .conftest import nemesis, sends_invoked_between
+from .conftest import nemesis, sends_invoked_between, volatile_disk_scenario
 
 pytestmark = [pytest.mark.cluster, pytest.mark.chaos]
 
-BASE: dict[str, Any] = {
-    "cluster": {"nodes": 3, "volatile_disks": "unsynced"},
-    "topic": {"partitions": 3, "replication_factor": 3, "min_insync_replicas": 2},
-    "workload": {"producers": 2, "acks": "all", "idempotence": True, "rate": 300},
-}
-
 
 def scenario(name: str, duration_s: float, *faults: dict[str, Any]) -> dict[str, Any]:
-    return {"name": name, "seed": 7, "duration_s": duration_s, **BASE, "faults": {"schedule": list(faults)}}
+    return volatile_disk_scenario(name, duration_s, *faults, seed=7)
 
 
 def test_a_slow_disk_on_the_leader_delays_fsyncs_and_loses_nothing_acknowledged(chaos_run) -> None:

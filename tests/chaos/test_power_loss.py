@@ -12,19 +12,12 @@ import pytest
 
 from kafka_chaos.harness.run import RunResult
 
-from .conftest import nemesis, samples
+from .conftest import VOLATILE_DISK_BASE, nemesis, samples, volatile_disk_scenario
 
 pytestmark = [pytest.mark.cluster, pytest.mark.chaos]
 
-BASE: dict[str, Any] = {
-    "cluster": {"nodes": 3, "volatile_disks": "unsynced"},
-    "topic": {"partitions": 3, "replication_factor": 3, "min_insync_replicas": 2},
-    "workload": {"producers": 2, "acks": "all", "idempotence": True, "rate": 300},
-}
-
-
 def scenario(name: str, duration_s: float, *faults: dict[str, Any]) -> dict[str, Any]:
-    return {"name": name, "seed": 12, "duration_s": duration_s, **BASE, "faults": {"schedule": list(faults)}}
+    return volatile_disk_scenario(name, duration_s, *faults, seed=12)
 
 
 def offsets_taken(result: RunResult) -> dict[str, dict[str, tuple[int | None, int | None]]]:
@@ -67,7 +60,8 @@ def test_one_broker_loses_power_and_nothing_acknowledged_is_lost(chaos_run, kafk
     (power_on,) = nemesis(result, "power-on")
     # it came back on what its disk kept, re-synced from the leader and counts as in sync again
     rejoined = {s["key"] for s in samples(result) if s["time"] > power_on["time"] and victim in (s["isr"] or [])}
-    assert len(rejoined) == BASE["topic"]["partitions"], f"node {victim} back in the ISR of {sorted(rejoined)} only"
+    assert len(rejoined) == VOLATILE_DISK_BASE["topic"]["partitions"], \
+        f"node {victim} back in the ISR of {sorted(rejoined)} only"
     r = result.results
     assert r["complete"], "the final read finished"
     lost = [i for name in ("lost-write", "unseen") for i in r["anomalies"].get(name, [])]
