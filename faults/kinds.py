@@ -134,15 +134,25 @@ class DiskFull:
         return {"nodes": nodes, "free_mb": self.free_mb, "disks": disks}
 
     def heal(self, nodes: list[int]) -> dict[str, Any]:
-        freed, started = {}, []
-        for n in nodes:
-            node = self.cluster.nodes[n]
-            freed[str(n)] = node.free_disk()
-            if not node.running():
-                node.start()
-                started.append(n)
+        freed, started = _undo_and_start(self.cluster, nodes, lambda node: node.free_disk())
         return {"nodes": nodes, "freed": freed, "started": started}
 
+
+
+def _undo_and_start(cluster: LiveCluster, nodes: list[int],
+                    undo: Callable[[Any], Any]) -> tuple[dict[str, Any], list[int]]:
+    """The heal of a disk fault on each node: `undo` what it did (its answer kept by node id), then start the node
+    if Kafka stopped it meanwhile (a broker halts when its only log directory fails). Returns the answers and the
+    nodes started."""
+    answers: dict[str, Any] = {}
+    started: list[int] = []
+    for n in nodes:
+        node = cluster.nodes[n]
+        answers[str(n)] = undo(node)
+        if not node.running():
+            node.start()
+            started.append(n)
+    return answers, started
 
 @dataclass
 class DiskFault:
@@ -165,13 +175,8 @@ class DiskFault:
         return {"nodes": nodes, **self.params, "disks": disks}
 
     def heal(self, nodes: list[int]) -> dict[str, Any]:
-        did, started = {}, []
-        for n in nodes:
-            node = self.cluster.nodes[n]
-            did[str(n)] = node.disk_faults(fsync_delay_ms=0, eio=None)
-            if not node.running():
-                node.start()
-                started.append(n)
+        did, started = _undo_and_start(self.cluster, nodes,
+                                       lambda node: node.disk_faults(fsync_delay_ms=0, eio=None))
         return {"nodes": nodes, "disks": did, "started": started}
 
 
