@@ -52,6 +52,16 @@ func fakeBroker(t *testing.T, gotEndTxn, release chan struct{}) net.Listener {
 	return ln
 }
 
+// startProxy starts a Toxiproxy proxy named broker-1 in front of the listener.
+func startProxy(t *testing.T, ln net.Listener) *toxiproxy.Proxy {
+	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
+	p := toxiproxy.NewProxy(srv, "broker-1", "127.0.0.1:0", ln.Addr().String())
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 func addToxic(t *testing.T, p *toxiproxy.Proxy, name, stream string, toxic *Toxic) {
 	body, _ := json.Marshal(map[string]interface{}{"name": name, "type": "kafka", "stream": stream, "attributes": toxic})
 	if _, err := p.Toxics.AddToxicJson(bytes.NewReader(body)); err != nil {
@@ -74,11 +84,7 @@ func TestResponseFaultPairsTheDirectionsOfEachConnection(t *testing.T) {
 	gotEndTxn, release := make(chan struct{}), make(chan struct{})
 	ln := fakeBroker(t, gotEndTxn, release)
 	defer ln.Close()
-	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
-	p := toxiproxy.NewProxy(srv, "broker-1", "127.0.0.1:0", ln.Addr().String())
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
+	p := startProxy(t, ln)
 	defer p.Stop()
 	addToxic(t, p, "track", "upstream", &Toxic{Kind: "response-drop", Fault: "f1", Proxy: "broker-1",
 		APIKeys: []int16{26}, Frames: "request", Action: "track"})
@@ -122,11 +128,7 @@ func TestHoldReleasedByTheProxysNextConnection(t *testing.T) {
 	close(release)
 	ln := fakeBroker(t, gotEndTxn, release)
 	defer ln.Close()
-	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
-	p := toxiproxy.NewProxy(srv, "broker-1", "127.0.0.1:0", ln.Addr().String())
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
+	p := startProxy(t, ln)
 	defer p.Stop()
 	addToxic(t, p, "hold", "upstream", &Toxic{Kind: "request-hold", Fault: "f2", Proxy: "broker-1",
 		APIKeys: []int16{26}, Frames: "request", Action: "hold", Count: 1, ReleaseOnConnect: true})
