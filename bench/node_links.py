@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -50,8 +51,13 @@ def one_round(cluster: KafkaCluster, topic: str, seconds: float, producers: int,
         return rate, p99
 
 
-def best(spec: ClusterSpec, seconds: float, rounds: int, producers: int, in_flight: int) -> tuple[float, float]:
+def best(spec: ClusterSpec, seconds: float, rounds: int, producers: int, in_flight: int,
+         prepare: Callable[[KafkaCluster], object] | None = None) -> tuple[float, float]:
+    """The best of `rounds` rounds on a cluster of `spec`, each on a fresh topic; `prepare` acts on the cluster
+    once it is up (bench/request_faults.py arms its toxics there)."""
     with KafkaCluster(spec) as cluster:
+        if prepare is not None:
+            prepare(cluster)
         results = []
         for i in range(rounds):
             cluster.create_topic(f"links-{i}", 3, 3, {"min.insync.replicas": "2"})

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from node_links import one_round  # noqa: E402  (this folder is on sys.path: run as a script)
+from node_links import best  # noqa: E402  (this folder is on sys.path: run as a script)
 
 from kafka_chaos.cluster import ClusterSpec, KafkaCluster  # noqa: E402
 from kafka_chaos.faults.kinds import RequestFault  # noqa: E402
@@ -46,19 +46,6 @@ def armed(cluster: KafkaCluster) -> list[RequestFault]:
     return faults
 
 
-def best(spec: ClusterSpec, seconds: float, rounds: int, producers: int, in_flight: int,
-         toxic: bool) -> tuple[float, float]:
-    with KafkaCluster(spec) as cluster:
-        faults = armed(cluster) if toxic else []
-        results = []
-        for i in range(rounds):
-            cluster.create_topic(f"requests-{i}", 3, 3, {"min.insync.replicas": "2"})
-            results.append(one_round(cluster, f"requests-{i}", seconds, producers, in_flight))
-        for f in faults:
-            f.heal([b.node_id for b in cluster.brokers])
-        return max(results)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=20)
@@ -67,10 +54,10 @@ def main() -> None:
     parser.add_argument("--in-flight", type=int, default=64)
     args = parser.parse_args()
     console = Console()
-    direct = best(ClusterSpec(nodes=3), args.seconds, args.rounds, args.producers, args.in_flight, toxic=False)
+    direct = best(ClusterSpec(nodes=3), args.seconds, args.rounds, args.producers, args.in_flight)
     console.print(f"direct: {direct[0]:,.0f} sends/s, p99 {direct[1]:.1f} ms")
     proxied = best(ClusterSpec(nodes=3, toxiproxy=True, link_proxies=True), args.seconds, args.rounds,
-                   args.producers, args.in_flight, toxic=True)
+                   args.producers, args.in_flight, prepare=armed)
     table = Table(title="acknowledged sends per second: every link through the kafka toxic vs direct links")
     for col in ("links", "sends/s", "p99 send ms"):
         table.add_column(col)
