@@ -8,6 +8,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
+from kafka_chaos.faults.nemesis import FRAME_FAULT
 from kafka_chaos.harness.run import RunResult
 from kafka_chaos.rundir import SENDS_FILE
 
@@ -45,6 +46,11 @@ def topic_of(result: RunResult) -> str:
 def nemesis(result: RunResult, f: str, type_: str = "info") -> list[dict[str, Any]]:
     """The `info` events (the fault took effect) of nemesis op `f`, in order; `type_="invoke"`: when each began."""
     return [e for e in events(result) if e["process"] == "nemesis" and e["f"] == f and e["type"] == type_]
+
+
+def frame_faults(result: RunResult) -> list[dict[str, Any]]:
+    """What request faults did to each frame, in order (the history's `frame-fault` values)."""
+    return [e["value"] for e in events(result) if e["process"] == "harness" and e["f"] == FRAME_FAULT]
 
 
 def sends_between(result: RunResult, start: int, end: int, type_: str = "ok") -> int:

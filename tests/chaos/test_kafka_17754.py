@@ -16,9 +16,7 @@ from typing import Any
 
 import pytest
 
-from kafka_chaos.faults.nemesis import FRAME_FAULT
-
-from .conftest import events, nemesis
+from .conftest import events, frame_faults, nemesis
 
 pytestmark = [pytest.mark.cluster, pytest.mark.chaos]
 
@@ -41,7 +39,7 @@ def test_a_late_end_txn_ends_the_next_transaction(chaos_run: Any) -> None:
     result = chaos_run(SCENARIO)
     (fault,) = nemesis(result, "request-hold")
     assert fault["value"]["release_after"] == ["EndTxn"]
-    (held,) = [e["value"] for e in events(result) if e["process"] == "harness" and e["f"] == FRAME_FAULT]
+    (held,) = frame_faults(result)
     # "after": the toxic passed the re-send on another connection, then the next transaction's EndTxn, and
     # delivered the held copy ahead of that one; the heal or a timeout would say "heal" or "time"
     assert held["api"] == "EndTxn" and held["released"] == "after", held

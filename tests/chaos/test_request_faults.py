@@ -10,9 +10,8 @@ from typing import Any
 import pytest
 
 from kafka_chaos.faults.nemesis import FRAME_FAULT
-from kafka_chaos.harness.run import RunResult
 
-from .conftest import events, nemesis
+from .conftest import events, frame_faults, nemesis
 
 pytestmark = [pytest.mark.cluster, pytest.mark.chaos]
 
@@ -29,17 +28,13 @@ HOLD_END_TXN: dict[str, Any] = {
 }
 
 
-def fired(result: RunResult) -> list[dict[str, Any]]:
-    return [e["value"] for e in events(result) if e["process"] == "harness" and e["f"] == FRAME_FAULT]
-
-
 def test_a_held_end_txn_is_delivered_at_the_heal_and_recorded(chaos_run: Any) -> None:
     result = chaos_run(HOLD_END_TXN)
     (fault,) = nemesis(result, "request-hold")
     (heal,) = nemesis(result, "heal-requests")
     assert fault["value"]["api"] == ["EndTxn"] and fault["value"]["api_keys"] == [26]
     assert sorted(fault["value"]["proxies"]) == ["broker-1", "broker-2", "broker-3"]
-    (held,) = fired(result)  # count = 1, and EndTxn goes to one coordinator
+    (held,) = frame_faults(result)  # count = 1, and EndTxn goes to one coordinator
     assert heal["value"]["fired"] == 1 and heal["value"]["fault"] == fault["value"]["fault"]
     assert held["api"] == "EndTxn" and held["api_key"] == 26 and held["kind"] == "request-hold"
     assert held["released"] == "heal", "no duration and no release_on_connect: only the heal lets it go"
@@ -69,7 +64,7 @@ def test_a_request_delay_on_replica_fetches_fires_on_the_links_between_nodes(cha
     (heal,) = nemesis(result, "heal-requests")
     proxies = set(fault["value"]["proxies"])
     assert proxies and all(p.endswith("-internal") for p in proxies)
-    firings = fired(result)
+    firings = frame_faults(result)
     assert firings and heal["value"]["fired"] == len(firings)
     assert {f["api"] for f in firings} == {"Fetch"} and {f["released"] for f in firings} == {"time"}
     assert {f["proxy"] for f in firings} <= proxies
