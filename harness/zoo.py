@@ -29,7 +29,7 @@ from kafka_chaos.checker.conformance import CONFORMANCE_NAMES
 from kafka_chaos.checker.schema import ANOMALIES_BAD_BY_DEFAULT
 from kafka_chaos.errors import ScenarioError
 from kafka_chaos.harness.scenario import Scenario, load_scenario, parse_scenario
-from kafka_chaos.rundir import EVENTS_FILE
+from kafka_chaos.rundir import RunDir
 
 BUGS_DIR = Path("scenarios/bugs")
 ZOO_DOC = Path("docs/bug-zoo.md")
@@ -204,11 +204,9 @@ def shown(symptom: Symptom, results: dict[str, Any], run_dir: Path | None = None
 def _two_leaders(run_dir: Path, results: dict[str, Any]) -> list[dict[str, Any]]:
     from kafka_chaos.checker.cluster_events import overlapping_leaders
     from kafka_chaos.faults.registry import taking_down
+    from kafka_chaos.report.data import read_cluster_events
 
-    path = run_dir / EVENTS_FILE
-    if not path.exists():
-        return []
-    events = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    events = read_cluster_events(RunDir(run_dir).events)
     down: dict[int, list[float]] = {}
     for w in (results.get("faults") or {}).get("windows") or []:
         if w.get("f") in taking_down():
