@@ -38,9 +38,16 @@ if ! cmp -s "$here/containers.conf" /etc/containers/containers.conf 2>/dev/null;
   $sudo install -D -m 644 "$here/containers.conf" /etc/containers/containers.conf
 fi
 $sudo mkdir -p "$(dirname "$podman_sock")"
-# setsid + nohup: the service must outlive the make/CI step that started it.
-$sudo setsid nohup podman system service --time=0 "unix://$podman_sock" \
-  >/tmp/kafka-chaos-podman-service.log 2>&1 < /dev/null &
+# setsid + nohup: the service must outlive the make/CI step that started it. It must not keep the caller's
+# other open files (a lock a `flock` wrapper holds would stay held for as long as the service runs).
+(
+  for fd in /proc/$BASHPID/fd/*; do
+    fd=${fd##*/}
+    [ "$fd" -gt 2 ] && eval "exec $fd>&-"
+  done
+  exec $sudo setsid nohup podman system service --time=0 "unix://$podman_sock" \
+    >/tmp/kafka-chaos-podman-service.log 2>&1 < /dev/null
+) &
 for _ in $(seq 1 60); do
   answers "$podman_sock" && { echo "unix://$podman_sock"; exit 0; }
   sleep 0.5
