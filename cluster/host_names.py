@@ -58,8 +58,9 @@ def _end(run_id: str) -> str:
     return f"{MARK} end {run_id}"
 
 
-def problem(path: Path = HOSTS_PATH) -> str | None:
+def problem(path: Path | None = None) -> str | None:
     """Why the block cannot be written to `path` (None when it can): a paragraph naming the fix."""
+    path = path or HOSTS_PATH
     if os.access(path, os.W_OK) and os.access(path.parent, os.W_OK | os.X_OK):
         return None
     return (f"dns-fail gives each broker a host name in {path}, and {path} (or its directory) is not writable "
@@ -103,9 +104,10 @@ def _without(text: str, run_ids: frozenset[str] | None) -> list[str]:
     return kept
 
 
-def set_block(run_id: str, names: Mapping[str, str | None], path: Path = HOSTS_PATH) -> None:
+def set_block(run_id: str, names: Mapping[str, str | None], path: Path | None = None) -> None:
     """Write cluster `run_id`'s block: each name mapped to its address, a name whose address is None left
     out (it then resolves nowhere). Other lines, and other clusters' blocks, stay as they are."""
+    path = path or HOSTS_PATH
     with _locked(path):
         text = path.read_text() if path.exists() else ""
         lines = _without(text, frozenset({run_id}))
@@ -113,9 +115,10 @@ def set_block(run_id: str, names: Mapping[str, str | None], path: Path = HOSTS_P
         _replace(path, "\n".join(lines) + "\n")
 
 
-def remove_blocks(run_ids: frozenset[str] | None = None, path: Path = HOSTS_PATH) -> list[str]:
+def remove_blocks(run_ids: frozenset[str] | None = None, path: Path | None = None) -> list[str]:
     """Remove the blocks of `run_ids` (every kafka-chaos block when None); returns the run ids removed.
     The file is not written when it holds none of them."""
+    path = path or HOSTS_PATH
     if not path.exists():
         return []
     with _locked(path):

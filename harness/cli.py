@@ -97,7 +97,7 @@ def clean() -> None:
     removed = remove_labelled(docker_client())
     disks = remove_disks()
     sized = remove_sized_disks()
-    names = host_names.remove_blocks() if host_names.HOSTS_PATH.exists() and not host_names.problem() else []
+    names = host_names.remove_blocks() if not host_names.problem() else []
     console.print(
         f"removed {len(removed['containers'])} containers, {len(removed['networks'])} networks, "
         f"{len(removed['volumes'])} volumes, {len(disks)} volatile disks, {len(sized)} sized disks, "

@@ -43,7 +43,8 @@ acks=all with fewer live replicas than `min.insync.replicas` (NOT_ENOUGH_REPLICA
 `PartitionChangeBuilder`); no controller quorum (no leader can be moved, no ISR changed: KIP-595 needs a
 majority of voters); and client-link faults and broker names clients cannot resolve (dns-fail) (the broker
 keeps its leaderships: the cluster cannot see a fault between a client and a broker). After such a heal,
-writes must come back within the restart and failover path: a restarted node's JVM start (`Timeouts.startup_s`), an election, a session and the client's
+writes must come back within the restart and failover path: a restarted node's JVM start
+(`Timeouts.startup_s`), an election, a session and the client's
 reconnect back-off (librdkafka `reconnect.backoff.max.ms`).
 """
 
