@@ -75,7 +75,7 @@ def test_a_hosts_file_that_cannot_be_renamed_over_is_rewritten_in_place(hosts: P
     def busy(*_: Any) -> None:
         raise OSError(16, "Device or resource busy")  # a bind-mounted /etc/hosts
 
-    monkeypatch.setattr(host_names.os, "replace", busy)
+    monkeypatch.setattr("os.replace", busy)
     set_block("run-a", {"kc-a-broker-1": LOOPBACK}, hosts)
     assert blocks(hosts.read_text()) == {"run-a": {"kc-a-broker-1": LOOPBACK}}
     assert sorted(p.name for p in hosts.parent.iterdir()) == ["hosts"]
