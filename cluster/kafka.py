@@ -24,6 +24,7 @@ import docker
 import docker.errors
 from testcontainers.core.network import Network
 
+from kafka_chaos.cluster import host_names
 from kafka_chaos.cluster.engine import docker_client, engine_url
 from kafka_chaos.cluster.images import BASE_IMAGE, TOXIPROXY_IMAGE, require_image
 from kafka_chaos.cluster.labels import (
@@ -71,6 +72,7 @@ def remove_started() -> dict[str, list[str]]:
             remove_labelled(client, run_id)
             remove_disks(run_id)
             remove_sized_disks(run_id)
+        host_names.remove_blocks(run_ids)
     return labelled_of(client, run_ids)
 
 
@@ -109,6 +111,8 @@ class KafkaCluster:
         self.toxiproxy: Toxiproxy | None = None
         self.link_proxies: LinkProxies | None = None
         self.nodes: dict[int, KafkaNode] = {}
+        self.broken_names: dict[int, str | None] = {}
+        """Brokers whose host name a dns-fail broke: the address it now resolves to (None: none)."""
         if self.spec.controllers:
             for i in self.spec.controller_ids():
                 self.nodes[i] = KafkaNode(self, i, "controller")
@@ -143,8 +147,12 @@ class KafkaCluster:
             problems = sized_disk_problems(engine_url())
             if problems:
                 raise ClusterError("disk_size_mb cannot work here: " + "; ".join(problems) + ". Nothing was started.")
+        if self.spec.host_names and (problem := host_names.problem()):
+            raise ClusterError(problem)
         track(self.run_id)  # before anything exists: an interrupt's sweep finds what a half start left
         try:
+            if self.spec.host_names:
+                self._write_host_names()
             self._network = Network(docker_network_kw={"labels": self.labels(role="network")})
             self._network.name = self.network_name
             self._network.create()
@@ -180,6 +188,34 @@ class KafkaCluster:
                 remove_labelled(self.client, self.run_id)
                 remove_disks(self.run_id)
                 remove_sized_disks(self.run_id)
+                if self.spec.host_names:
+                    host_names.remove_blocks(frozenset({self.run_id}))
+
+    # -- host names (cluster.host_names; the dns-fail fault) -------------------------------------------------
+
+    def _write_host_names(self) -> None:
+        host_names.set_block(self.run_id, {b.client_host: self.broken_names.get(b.node_id, host_names.LOOPBACK)
+                                           for b in self.brokers})
+
+    def break_host_name(self, node_id: int, mode: str) -> dict[str, str | None]:
+        """Broker `node_id`'s name stops resolving (`unresolvable`) or resolves to an address where nothing
+        answers (`dead-address`), for every client from its next lookup on; returns {name: address or None}."""
+        node = self.node(node_id)
+        if not self.spec.host_names or not node.is_broker:
+            raise ClusterError(f"node {node_id} has no host name to break: dns-fail needs a broker of a cluster "
+                               "started with cluster.host_names")
+        if mode not in ("unresolvable", "dead-address"):
+            raise ValueError(f"unknown dns-fail mode {mode!r}")
+        self.broken_names[node_id] = host_names.DEAD_ADDRESS if mode == "dead-address" else None
+        self._write_host_names()
+        return {node.client_host: self.broken_names[node_id]}
+
+    def restore_host_name(self, node_id: int) -> dict[str, str]:
+        """Broker `node_id`'s name resolves to its listener again; returns {name: address}."""
+        self.broken_names.pop(node_id, None)
+        if self.spec.host_names:
+            self._write_host_names()
+        return {self.node(node_id).client_host: host_names.LOOPBACK}
 
     def settle_disks(self) -> dict[int, int]:
         """Volatile disks only: make everything written so far durable (the setup, earlier runs); per node, the
@@ -213,6 +249,9 @@ class KafkaCluster:
             self.toxiproxy.reset()
         if self.link_proxies is not None:
             self.link_proxies.heal_all()
+        if self.broken_names:
+            self.broken_names.clear()
+            self._write_host_names()
         self.wait_ready(timeout_s)
 
     # -- access --------------------------------------------------------------------------------------------
@@ -233,13 +272,13 @@ class KafkaCluster:
 
     def bootstrap_servers(self, *, direct: bool = False) -> str:
         """What clients use (through Toxiproxy when it is on); `direct=True` bypasses it for the harness."""
-        ports = []
+        servers = []
         for b in self.brokers:
-            if self.spec.toxiproxy and not direct:
-                ports.append(b.proxy_port)
+            if direct:
+                servers.append(f"{host_names.LOOPBACK}:{b.direct_port or b.client_port}")
             else:
-                ports.append(b.direct_port or b.client_port)
-        return ",".join(f"127.0.0.1:{p}" for p in ports)
+                servers.append(f"{b.client_host}:{b.proxy_port if self.spec.toxiproxy else b.client_port}")
+        return ",".join(servers)
 
     def admin_config(self) -> dict[str, Any]:
         return {"bootstrap.servers": self.bootstrap_servers(direct=True), "socket.timeout.ms": 5000,
@@ -326,6 +365,8 @@ class KafkaCluster:
         node = KafkaNode(self, node_id, "broker")
         self.nodes[node_id] = node
         self.was_reshaped = True
+        if self.spec.host_names:  # clients must resolve its name from its first metadata on
+            self._write_host_names()
         node.create(self._network)
         timeout = timeout_s or self.spec.start_timeout_s
         Wait(f"node {node_id} to log 'Kafka Server started'", timeout).until(node.started, self.all_logs)

@@ -21,6 +21,7 @@ from testcontainers.core.network import Network
 from kafka_chaos import versions
 from kafka_chaos.cluster import settings
 from kafka_chaos.cluster.disk_corruption import corrupt, files_of
+from kafka_chaos.cluster.host_names import LOOPBACK, host_name
 from kafka_chaos.cluster.images import BASE_IMAGE
 from kafka_chaos.cluster.labels import NODE_LABEL, PORT_LABEL
 from kafka_chaos.cluster.sized_disk import SIZED_ROOT, SizedDisk
@@ -61,7 +62,10 @@ class KafkaNode:
         self.name = f"kc-{cluster.run_id}-{self.alias}"
         self.volume = f"{self.name}-data"
         self.client_port = free_port() if role != "controller" else None
-        self.direct_port = free_port() if role != "controller" and cluster.spec.toxiproxy else None
+        # the harness's own listener (admin, observer, target lookups): not through the client proxy, and not by
+        # a host name a dns-fail may break
+        self.direct_port = (free_port() if role != "controller" and (cluster.spec.toxiproxy or cluster.spec.host_names)
+                            else None)
         self.proxy_port: int | None = None  # set by the cluster when Toxiproxy fronts the client listener
         self.image = cluster.spec.image  # a rolling upgrade moves a node to another image
         self._container: DockerContainer | None = None
@@ -99,6 +103,12 @@ class KafkaNode:
         """The Kafka version its image runs (a rolling upgrade moves a node to another one)."""
         return self.image.rsplit(":", 1)[-1]
 
+    @property
+    def client_host(self) -> str:
+        """The host clients reach its client listener by: its own name with `host_names` (cluster.host_names:
+        a `dns-fail` fault breaks it), else the loopback address."""
+        return host_name(self.cluster.run_id, self.node_id) if self.cluster.spec.host_names else LOOPBACK
+
     config_path = CONFIG_PATH
     """Its server.properties inside the container (what a Kafka tool run on the node is given as its config)."""
     data_dir = DATA_DIR
@@ -131,7 +141,7 @@ class KafkaNode:
             advertised_client = self.proxy_port if spec.toxiproxy else self.client_port
             internal = self.internal_port
             listeners += [f"CLIENT://0.0.0.0:{settings.CLIENT_PORT}", f"INTERNAL://0.0.0.0:{internal}"]
-            advertised += [f"CLIENT://127.0.0.1:{advertised_client}", f"INTERNAL://{self.alias}:{internal}"]
+            advertised += [f"CLIENT://{self.client_host}:{advertised_client}", f"INTERNAL://{self.alias}:{internal}"]
             protocols += ["CLIENT:PLAINTEXT", "INTERNAL:PLAINTEXT"]
             if self.direct_port:
                 listeners.append(f"DIRECT://0.0.0.0:{settings.DIRECT_PORT}")

@@ -27,6 +27,9 @@ class ClusterSpec(BaseModel):
     toxiproxy: bool = False
     link_proxies: bool = Field(False, description="every link between nodes through a proxy of its own, so link "
                                                   "faults (link-*) can degrade it; plain runs keep direct links")
+    host_names: bool = Field(False, description="clients reach each broker by a name of its own, kept in /etc/hosts "
+                                                "for the cluster's lifetime (cluster.host_names), so dns-fail can "
+                                                "break it; set by the scenario when it schedules dns-fail")
     volatile_disks: str | None = Field(
         None, pattern=r"^(unsynced|last:\d+(\.\d+)?\s*s)$",
         description="each node's data on a disk that a power-loss fault can take unsynced writes from: "
@@ -78,6 +81,15 @@ class ClusterSpec(BaseModel):
         if self.dynamic_quorum and self.bootstrap_servers:
             raise ValueError("cluster.dynamic_quorum formats the controllers kafka-chaos starts; remove it for "
                              "bootstrap_servers")
+        return self
+
+    @model_validator(mode="after")
+    def _host_names_on_own_cluster(self) -> ClusterSpec:
+        if self.host_names and self.bootstrap_servers:
+            raise ValueError("dns-fail (cluster.host_names) breaks the names kafka-chaos gives the brokers it starts, "
+                             "in this host's /etc/hosts; an external cluster's brokers advertise their own names, "
+                             "which kafka-chaos does not own. Remove bootstrap_servers to run dns-fail on a cluster "
+                             "kafka-chaos starts, or remove the dns-fail faults")
         return self
 
     @model_validator(mode="after")

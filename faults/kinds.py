@@ -30,6 +30,7 @@ LINK_FAULTS = tuple(k for k, info in KINDS.items() if info.family == "client-lin
 NODE_LINK_FAULTS = tuple(k for k, info in KINDS.items() if info.family == "node-link")
 REQUEST_FAULTS = tuple(k for k, info in KINDS.items() if info.family == "request")
 DISK_FAULTS = tuple(k for k, info in KINDS.items() if info.family == "disk")
+NAME_FAULTS = tuple(k for k, info in KINDS.items() if info.family == "client-name")
 HEAL_NAMES = {k: info.heal for k, info in KINDS.items()}
 
 
@@ -376,3 +377,36 @@ class RequestFault:
 
     def _client_logs(self) -> str:
         return self.client_logs(self._since_s) if self.client_logs is not None else ""
+
+
+@dataclass
+class DnsFault:
+    """dns-fail/dns-restore: each target broker's host name, as clients resolve it (cluster.host_names), stops
+    resolving or points at an address where nothing answers; the heal maps it to the broker again. The history
+    value names each name and what it now resolves to, and the librdkafka the clients run (its handling of a
+    failed lookup changed across versions: reference_model.dns_faults)."""
+
+    cluster: Any  # cluster.kafka.KafkaCluster: break_host_name, restore_host_name
+    mode: str = "unresolvable"
+    name: str = "dns-fail"
+
+    def start(self, nodes: list[int]) -> dict[str, Any]:
+        names: dict[str, Any] = {}
+        for n in nodes:
+            names.update(self.cluster.break_host_name(n, self.mode))
+        return {"nodes": nodes, "mode": self.mode, "names": names, "librdkafka": librdkafka_version()}
+
+    def heal(self, nodes: list[int]) -> dict[str, Any]:
+        names: dict[str, Any] = {}
+        for n in nodes:
+            names.update(self.cluster.restore_host_name(n))
+        return {"nodes": nodes, "names": names}
+
+
+def librdkafka_version() -> str | None:
+    """The librdkafka bundled with the confluent-kafka the clients run in this process."""
+    try:
+        from confluent_kafka import libversion
+    except ImportError:
+        return None
+    return str(libversion()[0])

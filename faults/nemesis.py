@@ -27,6 +27,7 @@ from kafka_chaos.faults.kinds import (
     CorruptFault,
     DiskFault,
     DiskFull,
+    DnsFault,
     Fault,
     LinkFault,
     NodeFault,
@@ -97,6 +98,10 @@ class Nemesis:
             return DiskFull(self.cluster, float(p.params.get("free_mb", 0.0)))
         if info.family == "disk":
             return DiskFault(p.kind, self.cluster, p.params)
+        if info.family == "client-name":
+            if not hasattr(self.cluster, "break_host_name"):
+                raise RuntimeError(f"{p.kind} needs a cluster kafka-chaos starts (cluster.host_names)")
+            return DnsFault(self.cluster, str(p.params.get("mode", "unresolvable")))
         if info.family == "process":
             return NodeFault(p.kind, self.cluster)
         if info.family == "network":
@@ -137,7 +142,7 @@ class Nemesis:
                              if KINDS[p.kind].family == "network" else {"target": p.target})
         try:
             on_client_links = p.kind in LINK_FAULTS or (p.kind in REQUEST_FAULTS and "links" not in p.params)
-            brokers_only = (p.kind in NODE_FAULTS or on_client_links
+            brokers_only = (p.kind in NODE_FAULTS or on_client_links or KINDS[p.kind].brokers_only
                             or (p.kind in (*NODE_LINK_FAULTS, *REQUEST_FAULTS)
                                 and p.params.get("links") == "replication"))
             nodes = self._resolve_live(p, brokers_only)

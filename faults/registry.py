@@ -14,11 +14,13 @@ from typing import Literal, get_args
 FaultKind = Literal["kill", "power-loss", "disk-full", "stop", "pause", "partition", "latency", "bandwidth", "timeout",
                     "reset_peer", "link-down", "link-latency", "link-bandwidth", "link-timeout", "link-reset",
                     "link-slicer", "link-cut", "link-flap", "request-delay", "response-delay", "request-hold",
-                    "request-drop", "response-drop", "request-duplicate", "slow-disk", "disk-error", "corrupt"]
-Family = Literal["process", "network", "client-link", "node-link", "request", "operation", "disk"]
+                    "request-drop", "response-drop", "request-duplicate", "slow-disk", "disk-error", "corrupt",
+                    "dns-fail"]
+Family = Literal["process", "network", "client-link", "node-link", "request", "operation", "disk", "client-name"]
 """`disk`: the node's disk misbehaves while the node runs (cluster.volatile_disk's faults); the node is not taken
-down by the fault itself, though Kafka may stop a broker whose only log directory fails."""
-Need = Literal["toxiproxy", "volatile-disks", "sized-disks", "link-proxies"]
+down by the fault itself, though Kafka may stop a broker whose only log directory fails.
+`client-name`: what clients resolve a broker's name to (cluster.host_names); nothing between nodes changes."""
+Need = Literal["toxiproxy", "volatile-disks", "sized-disks", "link-proxies", "host-names"]
 NodeEffect = Literal["crash", "power-loss", "disk-full", "stop", "freeze", "corrupt"]
 """What a process kind does to its node: SIGKILL; SIGKILL and the unsynced writes lost; writes failing; a clean
 shutdown; frozen (the same JVM resumes, acting on a stale view); SIGKILL and bits flipped in fsynced data."""
@@ -65,8 +67,8 @@ class FaultKindInfo:
 
     @property
     def brokers_only(self) -> bool:
-        """Client links exist only in front of brokers; process faults pick among every node."""
-        return self.family == "client-link"
+        """Client links and client names exist only for brokers; process faults pick among every node."""
+        return self.family in ("client-link", "client-name")
 
 
 def _link(name: str, description: str, colour: str, *, blocks: bool, proxy: ProxyAction) -> FaultKindInfo:
@@ -158,6 +160,11 @@ KINDS: dict[str, FaultKindInfo] = {
                       "metadata-log); started later on the corrupted data, where Kafka's CRC checks and log "
                       "recovery stand between the flip and a reader", "#5254a3", frozenset({"volatile-disks"}),
                       restarts=True, effect="corrupt"),
+        # what clients resolve a broker's name to (cluster.host_names: per-broker names in /etc/hosts)
+        FaultKindInfo("dns-fail", "dns-restore", "client-name",
+                      "the broker's host name stops resolving for clients (mode = \"unresolvable\") or resolves to an "
+                      "address where nothing answers (mode = \"dead-address\"); its mapping restored at the heal",
+                      "#31a354", frozenset({"host-names"})),
     )
 }
 assert set(KINDS) == set(get_args(FaultKind)), "FaultKind and KINDS must name the same kinds"

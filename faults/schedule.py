@@ -22,6 +22,7 @@ from kafka_chaos.faults.targets import Target
 DiskOp = Literal["fsync", "write", "read"]
 ALL_DISK_OPS: tuple[DiskOp, ...] = get_args(DiskOp)
 TornMode = Literal["page", "byte"]
+DnsMode = Literal["unresolvable", "dead-address"]
 assert ALL_DISK_OPS == DISK_OPS, "DiskOp and cluster.volatile_disk.DISK_OPS must name the same operations"
 
 
@@ -45,6 +46,8 @@ class FaultSpec(_Strict):
     direction: Direction = Field("both", description="both: the links each way; one-way: only from → to")
     period_ms: int = Field(1000, ge=50, description="link-flap: down for period_ms, up for period_ms, …")
     free_mb: float = Field(0, ge=0, description="disk-full: MiB left free on the disk")
+    mode: DnsMode = Field("unresolvable", description="dns-fail: the name resolves to nothing, or to an address "
+                          "where nothing answers")
     # request faults (request-*, response-*: faults.kinds.RequestFault); on links between nodes when `links` is set
     api: list[str | int] = Field(default_factory=list, description="the Kafka APIs, by name (EndTxn) or key (26)")
     count: int = Field(0, ge=0, description="act on the first count matching frames only (0: every one)")
@@ -85,6 +88,7 @@ class FaultGenerator(_Strict):
     direction: Direction = "both"
     period_ms: int = Field(1000, ge=50)
     free_mb: float = Field(0, ge=0)
+    mode: DnsMode = "unresolvable"
     api: list[str | int] = Field(default_factory=list)
     delay_ms: int = Field(100, ge=0)
     ops: list[DiskOp] = Field(default_factory=lambda: list(ALL_DISK_OPS), min_length=1)
@@ -149,6 +153,8 @@ def _link_params(kind: str, spec: FaultSpec | FaultGenerator, jitter_ms: int = 0
         return {"ops": list(spec.ops), "glob": spec.glob}
     if kind == "corrupt":
         return {"files": spec.files, "bits": spec.bits, "glob": spec.glob}
+    if kind == "dns-fail":
+        return {"mode": spec.mode}
     if kind == "power-loss" and spec.torn:
         return {"torn": spec.torn, "glob": spec.glob}
     if "sized-disks" in KINDS[kind].needs:

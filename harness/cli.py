@@ -89,7 +89,7 @@ def image_build(
 @app.command()
 def clean() -> None:
     """Remove every container, network and volume labelled by kafka-chaos (leftovers of killed runs)."""
-    from kafka_chaos.cluster import remove_labelled
+    from kafka_chaos.cluster import host_names, remove_labelled
     from kafka_chaos.cluster.engine import docker_client
     from kafka_chaos.cluster.sized_disk import remove_sized_disks
     from kafka_chaos.cluster.volatile_disk import remove_disks
@@ -97,9 +97,11 @@ def clean() -> None:
     removed = remove_labelled(docker_client())
     disks = remove_disks()
     sized = remove_sized_disks()
+    names = host_names.remove_blocks() if not host_names.problem() else []
     console.print(
         f"removed {len(removed['containers'])} containers, {len(removed['networks'])} networks, "
-        f"{len(removed['volumes'])} volumes, {len(disks)} volatile disks, {len(sized)} sized disks"
+        f"{len(removed['volumes'])} volumes, {len(disks)} volatile disks, {len(sized)} sized disks, "
+        f"{len(names)} host-name blocks"
     )
 
 

@@ -92,6 +92,24 @@ class Scenario(Strict):
         return self
 
     @model_validator(mode="after")
+    def _host_names_for_name_faults(self) -> Scenario:
+        """A fault on the brokers' names (dns-fail) needs names to break: the cluster then gives each broker one
+        (cluster.host_names), as if the scenario had asked for it."""
+        names = sorted(k for k in self.faults.kinds() if "host-names" in KINDS[k].needs)
+        if not names or self.cluster.host_names:
+            return self
+        if self.cluster.bootstrap_servers:
+            raise ValueError(
+                f"{', '.join(names)} breaks the host name clients resolve a broker by, and the names it breaks are "
+                "the ones kafka-chaos gives the brokers it starts (kept in this host's /etc/hosts); an external "
+                "cluster's brokers advertise names of their own, which kafka-chaos does not control. Remove "
+                "bootstrap_servers to run it on a cluster kafka-chaos starts, or remove these faults")
+        cluster = self.cluster.model_copy(update={"host_names": True})
+        object.__setattr__(cluster, "__pydantic_fields_set__", self.cluster.model_fields_set | {"host_names"})
+        object.__setattr__(self, "cluster", cluster)  # frozen model; this is its own validation
+        return self
+
+    @model_validator(mode="after")
     def _fits_cluster(self) -> Scenario:
         validate_against(self.operations, self.cluster.broker_ids(), self.topic.replication_factor,
                          self.cluster.controller_ids(), self.cluster.dynamic_quorum,

@@ -41,9 +41,10 @@ Where writes **need not** be available until a heal (the window is then expected
 acks=all with fewer live replicas than `min.insync.replicas` (NOT_ENOUGH_REPLICAS, `Partition
 .appendRecordsToLeader`); no live ISR member (the partition stays leaderless without unclean election,
 `PartitionChangeBuilder`); no controller quorum (no leader can be moved, no ISR changed: KIP-595 needs a
-majority of voters); and client-link faults (the broker keeps its leaderships: the cluster cannot see a
-fault between a client and a broker). After such a heal, writes must come back within the restart and
-failover path: a restarted node's JVM start (`Timeouts.startup_s`), an election, a session and the client's
+majority of voters); and client-link faults and broker names clients cannot resolve (dns-fail) (the broker
+keeps its leaderships: the cluster cannot see a fault between a client and a broker). After such a heal,
+writes must come back within the restart and failover path: a restarted node's JVM start
+(`Timeouts.startup_s`), an election, a session and the client's
 reconnect back-off (librdkafka `reconnect.backoff.max.ms`).
 """
 
@@ -62,7 +63,9 @@ PROCESS_DOWN = taking_down()
 STOPS = with_effect("stop")
 RESTARTS = kinds_of("process", restarts=True)  # pause is resumed: the same JVM, nothing to recover
 PARTITIONS = kinds_of("network")
-LINK_BLOCKING = kinds_of("client-link", blocks=True)
+# a broker's name clients cannot resolve (dns-fail) cuts them off from it as a blocked client link does, and the
+# cluster cannot see it either (reference_model.dns_faults)
+LINK_BLOCKING = kinds_of("client-link", blocks=True) | kinds_of("client-name")
 LINK_SLOWING = kinds_of("client-link", blocks=False)
 # Links between nodes (faults.node_links): cutting ones stop the connections, slowing ones only delay them.
 NODE_LINK_CUTTING = kinds_of("node-link", blocks=True)

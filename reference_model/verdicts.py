@@ -36,6 +36,8 @@ from kafka_chaos import versions
 from kafka_chaos.faults.registry import cutting_off, kinds_of, taking_down, with_effect
 from kafka_chaos.faults.windows import NemesisEvent, faults_from_history
 from kafka_chaos.reference_model.config import RunConfig
+from kafka_chaos.reference_model.dns_faults import NAME_FAULT_KINDS
+from kafka_chaos.reference_model.dns_faults import rule_for as name_rule_for
 from kafka_chaos.reference_model.explore import duplicates_possible
 from kafka_chaos.reference_model.matrix import DurabilityPrediction, predict
 from kafka_chaos.reference_model.request_faults import REQUEST_FAULT_KINDS, rule_for
@@ -103,6 +105,8 @@ class FaultSummary:
     """Most nodes without power at once (power-loss: their unsynced writes gone)."""
     requests: frozenset[tuple[str, str]] = frozenset()
     """Per-request faults seen: (kind, API name), e.g. ("request-hold", "EndTxn")."""
+    names: frozenset[tuple[str, str | None]] = frozenset()
+    """Broker names broken for clients (dns-fail): (mode, the librdkafka the clients ran, None if unrecorded)."""
 
     @property
     def crashed(self) -> bool:
@@ -148,6 +152,7 @@ class FaultSummary:
         marks.sort(key=lambda m: (m[0], m[1]))  # heals before faults at the same instant
         tracker = _Tracker()
         requests: set[tuple[str, str]] = set()
+        names: set[tuple[str, str | None]] = set()
         for _t, is_start, (i, w) in marks:
             value = w.value if isinstance(w.value, Mapping) else {}
             nodes = tuple(int(n) for n in (w.nodes or ()))
@@ -155,9 +160,12 @@ class FaultSummary:
                 tracker.apply(str(w.f), nodes, value.get("target"), window=i)
                 if str(w.f) in REQUEST_FAULT_KINDS:
                     requests |= {(str(w.f), str(api)) for api in value.get("api") or ()}
+                if str(w.f) in NAME_FAULT_KINDS:
+                    lib = value.get("librdkafka")
+                    names.add((str(value.get("mode", "unresolvable")), None if lib is None else str(lib)))
             else:
                 tracker.end_window(i)
-        return dataclasses.replace(tracker.summary(), requests=frozenset(requests))
+        return dataclasses.replace(tracker.summary(), requests=frozenset(requests), names=frozenset(names))
 
     @classmethod
     def coerce(cls, faults: Any) -> FaultSummary:
@@ -808,7 +816,7 @@ def judge(
         return _violation(f"no rule of the reference model permits '{anomaly}'")
     verdict = rule(instance, cfg, known, fs)
     if verdict.verdict == "violation":
-        return _request_fault(anomaly, cfg, fs) or verdict
+        return _request_fault(anomaly, cfg, fs) or _name_fault(anomaly, fs) or verdict
     return verdict
 
 
@@ -825,4 +833,14 @@ def _request_fault(anomaly: str, cfg: RunConfig, faults: FaultSummary) -> Verdic
             if r.defect:
                 return _known_defect(r.defect, r.fixed_in, f"{where}: {r.rule}")
             return _permitted(f"{where}: {r.rule}")
+    return None
+
+
+def _name_fault(anomaly: str, faults: FaultSummary) -> Verdict | None:
+    """What the broken broker names the run saw let through of an anomaly the general rules call a violation
+    (reference_model.dns_faults): only a client's known defect does; None otherwise."""
+    for mode, librdkafka in sorted(faults.names, key=str):
+        r = name_rule_for(mode, librdkafka)
+        if anomaly in r.permits and r.defect:
+            return _known_defect(r.defect, r.fixed_in, f"dns-fail ({mode}): {r.rule}")
     return None

@@ -230,7 +230,8 @@ def test_the_availability_model_reads_what_each_kind_does_from_the_registry() ->
     cutting, slowing = model.NODE_LINK_CUTTING, model.NODE_LINK_SLOWING
     assert down == {"kill", "power-loss", "disk-full", "stop", "pause", "corrupt"}
     assert restarts == down - {"pause"}  # a frozen JVM resumes where it was
-    assert client_blocking == {"timeout", "link-down", "reset_peer", "bandwidth"}
+    # a broker name clients cannot resolve cuts them off from it as a blocked client link does
+    assert client_blocking == {"timeout", "link-down", "reset_peer", "bandwidth", "dns-fail"}
     assert cutting == {"link-cut", "link-timeout", "link-reset", "link-flap"}
     assert slowing == {k for k, info in KINDS.items() if info.family == "node-link"} - cutting
 
