@@ -721,6 +721,26 @@ class VolatileDisk:
     def power_on(self) -> None:
         self.mount()
 
+    def replace(self) -> dict[str, Any]:
+        """A new, empty disk in this one's place (the node's processes must be dead): unmounted, everything under
+        the backing directory deleted, and counted first, per top-level entry (a partition's directory,
+        meta.properties, a checkpoint file); the next `power_on` mounts the empty disk. Returns
+        {"files", "bytes", "entries": {name: bytes}}."""
+        if self._daemon is not None or is_mounted(self.mountpoint):
+            self._stop_daemon()  # its bookkeeping of unsynced writes goes with the old disk
+        entries: dict[str, int] = {}
+        files = 0
+        for entry in sorted(self.backing.iterdir()) if self.backing.is_dir() else []:
+            if entry.is_dir() and not entry.is_symlink():
+                sizes = [f.lstat().st_size for f in entry.rglob("*") if f.is_file() or f.is_symlink()]
+                shutil.rmtree(entry)
+            else:
+                sizes = [entry.lstat().st_size]
+                entry.unlink()
+            entries[entry.name] = sum(sizes)
+            files += len(sizes)
+        return {"files": files, "bytes": sum(entries.values()), "entries": entries}
+
     @property
     def mounted(self) -> bool:
         return self._daemon is not None and self._daemon.poll() is None and is_mounted(self.mountpoint)

@@ -14,14 +14,16 @@ from typing import Literal, get_args
 FaultKind = Literal["kill", "power-loss", "disk-full", "stop", "pause", "partition", "latency", "bandwidth", "timeout",
                     "reset_peer", "link-down", "link-latency", "link-bandwidth", "link-timeout", "link-reset",
                     "link-slicer", "link-cut", "link-flap", "request-delay", "response-delay", "request-hold",
-                    "request-drop", "response-drop", "request-duplicate", "slow-disk", "disk-error", "corrupt"]
+                    "request-drop", "response-drop", "request-duplicate", "slow-disk", "disk-error", "corrupt",
+                    "disk-replace"]
 Family = Literal["process", "network", "client-link", "node-link", "request", "operation", "disk"]
 """`disk`: the node's disk misbehaves while the node runs (cluster.volatile_disk's faults); the node is not taken
 down by the fault itself, though Kafka may stop a broker whose only log directory fails."""
 Need = Literal["toxiproxy", "volatile-disks", "sized-disks", "link-proxies"]
-NodeEffect = Literal["crash", "power-loss", "disk-full", "stop", "freeze", "corrupt"]
+NodeEffect = Literal["crash", "power-loss", "disk-full", "stop", "freeze", "corrupt", "disk-replace"]
 """What a process kind does to its node: SIGKILL; SIGKILL and the unsynced writes lost; writes failing; a clean
-shutdown; frozen (the same JVM resumes, acting on a stale view); SIGKILL and bits flipped in fsynced data."""
+shutdown; frozen (the same JVM resumes, acting on a stale view); SIGKILL and bits flipped in fsynced data; SIGKILL
+and the whole data directory emptied (a new disk, formatted again)."""
 ProxyAction = Literal["latency", "bandwidth", "timeout", "reset_peer", "slicer", "disable", "flap"]
 """What a link kind does to a Toxiproxy proxy: add that toxic, disable the proxy, or disable and enable it in turn."""
 FrameAction = Literal["delay", "hold", "drop", "duplicate"]
@@ -158,6 +160,12 @@ KINDS: dict[str, FaultKindInfo] = {
                       "metadata-log); started later on the corrupted data, where Kafka's CRC checks and log "
                       "recovery stand between the flip and a reader", "#5254a3", frozenset({"volatile-disks"}),
                       restarts=True, effect="corrupt"),
+        FaultKindInfo("disk-replace", "disk-replaced", "process",
+                      "SIGKILL, then the node's data directory (its log dirs and, on a controller, the metadata "
+                      "log) emptied, as when its disk is replaced; later formatted again with the cluster id as an "
+                      "operator would (a dynamic quorum's controller with --no-initial-controllers, then removed "
+                      "and added back as a voter: KIP-853) and started with the same node id", "#31a354",
+                      frozenset({"volatile-disks"}), restarts=True, effect="disk-replace"),
     )
 }
 assert set(KINDS) == set(get_args(FaultKind)), "FaultKind and KINDS must name the same kinds"
