@@ -125,6 +125,9 @@ class ExternalNode:
     def format_disk(self, flags: str) -> dict[str, Any]:
         raise ClusterError(NO_DISKS)
 
+    def log_offsets(self, topic: str) -> dict[str, dict[str, int | None]]:
+        raise ClusterError(NO_DISKS)
+
     def status(self) -> str:
         return self.state
 

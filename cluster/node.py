@@ -24,7 +24,7 @@ from kafka_chaos.cluster.disk_corruption import corrupt, files_of
 from kafka_chaos.cluster.images import BASE_IMAGE
 from kafka_chaos.cluster.labels import NODE_LABEL, PORT_LABEL
 from kafka_chaos.cluster.sized_disk import SIZED_ROOT, SizedDisk
-from kafka_chaos.cluster.volatile_disk import DISKS_ROOT, VolatileDisk
+from kafka_chaos.cluster.volatile_disk import DISKS_ROOT, VolatileDisk, segment_end_offset
 from kafka_chaos.cluster.waits import Wait
 from kafka_chaos.errors import ClusterError
 
@@ -323,6 +323,21 @@ class KafkaNode:
         meta = self.disk.backing / "meta.properties"
         before = _directory_id(meta.read_text()) if meta.exists() else None
         return {**self.disk.replace(), "directory_id": before}
+
+    def log_offsets(self, topic: str) -> dict[str, dict[str, int | None]]:
+        """Per partition of `topic` on this node's disk: the base offset of its first segment and the offset after
+        its last whole record batch (read from the backing files, which the disk writes through at once)."""
+        if self.disk is None:
+            raise ClusterError(f"{self.name} has no volatile disk: disk-replace needs cluster.volatile_disks")
+        out: dict[str, dict[str, int | None]] = {}
+        for directory in sorted(self.disk.backing.glob(f"{topic}-*")):
+            partition = directory.name.removeprefix(f"{topic}-")
+            segments = sorted(directory.glob("*.log"))
+            if not partition.isdigit() or not segments:
+                continue
+            ends = [e for e in (segment_end_offset(f) for f in segments) if e is not None]
+            out[partition] = {"log_start": int(segments[0].stem), "log_end": max(ends, default=None)}
+        return out
 
     def format_disk(self, flags: str) -> dict[str, Any]:
         """`kafka-storage format` on this stopped node's empty disk, with the cluster id and its own configuration,

@@ -60,6 +60,8 @@ def voters(text: str) -> list[tuple[int, str]]:
 @dataclass
 class DiskReplaceFault:
     cluster: LiveCluster
+    topic: str | None = None
+    """The workload's topic: a broker's heal waits until the node is back in the ISR of each of its partitions."""
     name: str = "disk-replace"
     timeout_s: float = 90.0
     poll_s: float = 1.0
@@ -103,7 +105,27 @@ class DiskReplaceFault:
             out.update(self._re_add(n, out["format"]["directory_id"]))
         elif controller:
             out["replication_after"], out["caught_up"] = self._caught_up(n)
+        if getattr(node, "is_broker", False) and self.topic is not None:
+            out["isr"] = self._back_in_isr(n, self.topic)
         return out
+
+    def _back_in_isr(self, n: int, topic: str) -> dict[str, Any]:
+        """Wait until `n` is in the ISR of every partition of `topic` it replicates (its leaders add it once its
+        log end reached the high watermark), then read how far its new log reaches: from which offset it fetched
+        and up to where."""
+        start = time.monotonic()
+        regained = False
+        while not regained and time.monotonic() - start < self.timeout_s:
+            try:
+                states = self.cluster.partition_states(topic)
+            except Exception:  # metadata unreadable for a moment (a leader moving): ask again
+                states = []
+            mine = [s for s in states if n in s.replicas]
+            regained = bool(mine) and all(n in s.isr for s in mine)
+            if not regained:
+                time.sleep(self.poll_s)
+        return {"regained": regained, "waited_s": round(time.monotonic() - start, 2),
+                "logs": self.cluster.nodes[n].log_offsets(topic)}
 
     def _caught_up(self, n: int) -> tuple[Any, bool]:
         """The quorum's replication table once `n` shows as a voter with no lag (or at the timeout)."""

@@ -26,6 +26,7 @@ STATUS = ('ClusterId: x\nLeaderId: 2\nCurrentVoters: [{{"id": 1, "directoryId": 
 class Node:
     node_id: int
     is_controller: bool = True
+    is_broker: bool = False
     alias: str = ""
     controller_port: int = 9093
     config_path: str = "/etc/server.properties"
@@ -45,6 +46,9 @@ class Node:
     def format_disk(self, flags: str) -> dict[str, Any]:
         self.log.append(("format", flags))
         return {"command": f"kafka-storage.sh format -t C{flags}", "output": "", "directory_id": "NEW"}
+
+    def log_offsets(self, topic: str) -> dict[str, dict[str, int | None]]:
+        return {"0": {"log_start": 0, "log_end": 120}}
 
     def run_tool(self, *argv: str) -> tuple[int, str]:
         self.log.append(argv[3:])
@@ -118,3 +122,15 @@ def test_a_controller_with_no_other_controller_has_no_quorum_to_rejoin() -> None
     fault.start([1])
     with pytest.raises(ClusterError, match="only controller"):
         fault.heal([1])
+
+
+def test_a_brokers_heal_waits_until_it_is_back_in_the_isr_of_each_of_its_partitions() -> None:
+    broker = Node(1, is_controller=False, is_broker=True)
+    answers = [[SimpleNamespace(replicas=(1, 2), isr=(2,)), SimpleNamespace(replicas=(2, 3), isr=(2, 3))],
+               [SimpleNamespace(replicas=(1, 2), isr=(2, 1)), SimpleNamespace(replicas=(2, 3), isr=(2,))]]
+    c = cluster(False, a=broker, b=Node(101))
+    c.partition_states = lambda topic: answers.pop(0) if len(answers) > 1 else answers[0]
+    fault = DiskReplaceFault(c, topic="t", poll_s=0)
+    fault.start([1])
+    isr = fault.heal([1])["rejoined"]["1"]["isr"]
+    assert isr["regained"] and isr["logs"] == {"0": {"log_start": 0, "log_end": 120}} and answers == [answers[0]]
