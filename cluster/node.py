@@ -326,11 +326,12 @@ class KafkaNode:
 
     def log_offsets(self, topic: str) -> dict[str, dict[str, int | None]]:
         """Per partition of `topic` on this node's disk: the base offset of its first segment and the offset after
-        its last whole record batch (read from the backing files, which the disk writes through at once)."""
+        its last whole record batch, read through the mount (the kernel's write-back cache holds what the running
+        node wrote last; the backing files get it later)."""
         if self.disk is None:
             raise ClusterError(f"{self.name} has no volatile disk: disk-replace needs cluster.volatile_disks")
         out: dict[str, dict[str, int | None]] = {}
-        for directory in sorted(self.disk.backing.glob(f"{topic}-*")):
+        for directory in sorted((self.disk.mountpoint if self.disk.mounted else self.disk.backing).glob(f"{topic}-*")):
             partition = directory.name.removeprefix(f"{topic}-")
             segments = sorted(directory.glob("*.log"))
             if not partition.isdigit() or not segments:

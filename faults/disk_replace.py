@@ -5,8 +5,10 @@ directory and, on a controller or combined node, the metadata log, which share t
 history value says what was on it (files, bytes, per partition directory) and the log directory id (KIP-858) it
 had. The heal does what Kafka's operations guide asks of an operator after a disk replacement:
 
-* before formatting a controller, it records `kafka-metadata-quorum describe --replication` as the other
-  controllers answer it (the guide's "Replace KRaft Controller Disk": a majority must hold the committed log);
+* before formatting a controller, it waits until `kafka-metadata-quorum describe --replication`, as the other
+  controllers answer it, shows a majority of the voters without lag (the guide's "Replace KRaft Controller Disk":
+  a majority must hold the committed log; a leader just elected has not heard from its followers yet), and
+  records that table;
 * `kafka-storage format` with the cluster id, in a one-off container of the node's image: on a static quorum
   (`controller.quorum.voters`) as at first, on a dynamic one (KIP-853) with `--no-initial-controllers`, because a
   new disk must not bootstrap a voter set of its own; each format draws a new directory id;
@@ -96,9 +98,7 @@ class DiskReplaceFault:
         controller = bool(getattr(node, "is_controller", False))
         out: dict[str, Any] = {}
         if controller:
-            peer, tool = self._tool(n)
-            code, text = peer.run_tool(*tool, "describe", "--replication")
-            out["replication_before"] = replication_rows(text) if code == 0 else _answer(text)[-400:]
+            out["replication_before"], out["majority_caught_up"] = self._majority_caught_up(n)
         out["format"] = node.format_disk(" --no-initial-controllers" if dynamic else "")
         node.start()
         if controller and dynamic:
@@ -126,6 +126,23 @@ class DiskReplaceFault:
                 time.sleep(self.poll_s)
         return {"regained": regained, "waited_s": round(time.monotonic() - start, 2),
                 "logs": self.cluster.nodes[n].log_offsets(topic)}
+
+    def _majority_caught_up(self, n: int) -> tuple[list[dict[str, str]], bool]:
+        """The operations guide's condition before a controller's new disk is formatted: a majority of the voters
+        have no lag (the leader, and followers it has heard from since its election). The table when it held, or
+        the last one at the timeout."""
+        peer, tool = self._tool(n)
+        deadline, rows = time.monotonic() + self.timeout_s, []
+        while time.monotonic() < deadline:
+            code, text = peer.run_tool(*tool, "describe", "--replication")
+            rows = replication_rows(text) if code == 0 else []
+            voters_ = [r for r in rows if r.get("Status") in ("Leader", "Follower")]
+            fresh = [r for r in voters_ if r.get("NodeId") != str(n) and r.get("Lag") == "0"
+                     and (r.get("Status") == "Leader" or r.get("LastFetchTimestamp") != "-1")]
+            if voters_ and len(fresh) > len(voters_) // 2:
+                return rows, True
+            time.sleep(self.poll_s)
+        return rows, False
 
     def _caught_up(self, n: int) -> tuple[Any, bool]:
         """The quorum's replication table once `n` shows as a voter with no lag (or at the timeout)."""

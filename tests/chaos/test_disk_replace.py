@@ -123,13 +123,22 @@ def test_a_static_quorum_takes_back_a_controller_with_an_empty_log_as_a_voter(ch
     assert wiped["entries"].get("__cluster_metadata-0", 0) > 0, "the metadata log went with the disk"
     assert "--no-initial-controllers" not in rejoined["format"]["command"]
     before = {r["NodeId"] for r in rejoined["replication_before"]}
-    assert before >= {"1", "2", "3"} - {str(victim)}, rejoined["replication_before"]
+    assert before >= {"1", "2", "3"} - {str(victim)} and rejoined["majority_caught_up"], rejoined["replication_before"]
+    # a static voter set is ids only: describe --replication shows no directory ids (the zero UUID)
+    assert {r.get("DirectoryId") for r in rejoined["replication_after"]} <= {"AAAAAAAAAAAAAAAAAAAAAA", None}
     assert rejoined["caught_up"], f"node {victim} never showed as a voter with no lag: {rejoined}"
     mine = [r for r in rejoined["replication_after"] if r["NodeId"] == str(victim)]
     assert mine and mine[0]["Status"] in ("Follower", "Leader"), rejoined["replication_after"]
     epochs = _raft_epochs_after(result, victim, fault["time"])
     assert epochs and epochs[0] == 0, f"the wiped voter did not start over at epoch 0: {epochs[:5]}"
+    assert_back_in_the_isr_from_offset_0(rejoined)
     assert_no_data_anomaly(result)
+
+
+def assert_back_in_the_isr_from_offset_0(rejoined: dict[str, Any]) -> None:
+    isr = rejoined["isr"]
+    assert isr["regained"] and isr["logs"], isr
+    assert all(log["log_start"] == 0 and (log["log_end"] or 0) > 0 for log in isr["logs"].values()), isr["logs"]
 
 
 @pytest.mark.nightly
@@ -147,5 +156,6 @@ def test_a_dynamic_quorum_keeps_a_wiped_controller_an_observer_until_it_is_added
     new = rejoined["format"]["directory_id"]
     assert rejoined["re_added"] and [victim, new] in rejoined["voters_after"], rejoined
     assert [victim, wiped["directory_id"]] not in rejoined["voters_after"]
+    assert_back_in_the_isr_from_offset_0(rejoined)
     assert_no_data_anomaly(result)
 

@@ -88,7 +88,12 @@ def test_a_broker_is_killed_wiped_then_formatted_and_started_without_the_quorum(
 
 def test_a_static_voter_is_formatted_as_at_first_and_waited_for_until_it_has_no_lag() -> None:
     wiped, peer = Node(1), Node(2)
-    peer.answers = [(0, REPLICATION.format(end=120, lag=0, status="Unknown")),  # before: the node is down
+    caught_up = REPLICATION.format(end=120, lag=0, status="Follower")
+    heard = "3       BBBBBBBBBBBBBBBBBBBBBB  120           0    1 "
+    unheard = caught_up.replace(heard, "3       BBBBBBBBBBBBBBBBBBBBBB  -1            121  -1")
+    assert unheard != caught_up
+    peer.answers = [(0, unheard),  # the leader just elected has not heard from node 3: no majority yet
+                    (0, caught_up),
                     (0, REPLICATION.format(end=0, lag=120, status="Follower")),
                     (0, REPLICATION.format(end=120, lag=0, status="Follower"))]
     fault = DiskReplaceFault(cluster(False, a=wiped, b=peer, c=Node(3)), poll_s=0)
@@ -96,13 +101,14 @@ def test_a_static_voter_is_formatted_as_at_first_and_waited_for_until_it_has_no_
     out = fault.heal([1])["rejoined"]["1"]
     assert wiped.log[2:] == [("format", ""), "start"]
     assert out["caught_up"] and [r["Lag"] for r in out["replication_after"]] == ["0", "0", "0"]
-    assert {r["NodeId"] for r in out["replication_before"]} == {"1", "2", "3"}
+    assert {r["NodeId"] for r in out["replication_before"]} == {"1", "2", "3"} and out["majority_caught_up"]
+    assert len([c for c in peer.log if c[-1] == "--replication"]) == 4
     assert all(call[-1] == "--replication" for call in peer.log)
 
 
 def test_a_dynamic_voter_is_formatted_as_an_observer_then_removed_by_its_old_id_and_added_back() -> None:
     wiped, peer = Node(1), Node(2)
-    peer.answers = [(0, REPLICATION.format(end=120, lag=0, status="Unknown")), (0, "removed"),
+    peer.answers = [(0, REPLICATION.format(end=120, lag=0, status="Follower")), (0, "removed"),
                     (0, STATUS.format(one="NEW"))]
     wiped.answers = [(1, "REQUEST_TIMED_OUT: not caught up"), (0, "added")]
     fault = DiskReplaceFault(cluster(True, a=wiped, b=peer, c=Node(3)), poll_s=0)
