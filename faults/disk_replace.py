@@ -53,9 +53,10 @@ def replication_rows(text: str) -> list[dict[str, str]]:
             and cells[0].isdigit()]
 
 
-def voters(text: str) -> list[tuple[int, str]]:
-    """(id, directory id) of each voter in `describe --status`'s CurrentVoters line (3.9+)."""
-    line = next((ln for ln in text.splitlines() if ln.startswith("CurrentVoters:")), "")
+def voters(text: str, role: str = "CurrentVoters") -> list[tuple[int, str]]:
+    """(id, directory id) of each voter in `describe --status`'s CurrentVoters line (3.9+); `role` =
+    "CurrentObservers": of each observer."""
+    line = next((ln for ln in text.splitlines() if ln.startswith(f"{role}:")), "")
     return sorted((int(i), d) for i, d in _VOTER.findall(line))
 
 
@@ -163,11 +164,17 @@ class DiskReplaceFault:
         peer, tool = self._tool(n)
         old_id = self._old_ids.get(n)
         steps: list[dict[str, Any]] = []
+        deadline = time.monotonic() + self.timeout_s
+        observer = False  # what Kafka makes of the node on its new disk, before anyone acts (QuorumState.isVoter)
+        while not observer and time.monotonic() < deadline:
+            code, text = peer.run_tool(*tool, "describe", "--status")
+            observer = code == 0 and (n, new_id) in voters(text, "CurrentObservers")
+            if not observer:
+                time.sleep(self.poll_s)
         if old_id is not None:
             argv = [*tool, "remove-controller", "--controller-id", str(n), "--controller-directory-id", old_id]
             code, text = peer.run_tool(*argv)
             steps.append({"command": " ".join(argv[3:]), "code": code, "output": _answer(text)[-400:]})
-        deadline = time.monotonic() + self.timeout_s
         argv = [*tool, "--command-config", node.config_path, "add-controller"]
         added, attempts, said = False, 0, ""
         while not added and time.monotonic() < deadline:
@@ -185,5 +192,5 @@ class DiskReplaceFault:
             if (n, new_id) in now:
                 break
             time.sleep(self.poll_s)
-        return {"steps": steps, "voters_after": [list(v) for v in now], "re_added": (n, new_id) in now,
-                "old_directory_id": old_id}
+        return {"observer_first": observer, "steps": steps, "voters_after": [list(v) for v in now],
+                "re_added": (n, new_id) in now, "old_directory_id": old_id}

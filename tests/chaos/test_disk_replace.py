@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from kafka_chaos.harness.run import RunResult
+from kafka_chaos.reference_model.disk_replace import controller_expectation
 from kafka_chaos.rundir import EVENTS_FILE
 
 from .conftest import nemesis, samples, topic_of, volatile_disk_scenario
@@ -116,8 +117,11 @@ def test_a_static_quorum_takes_back_a_controller_with_an_empty_log_as_a_voter(ch
     set is ids only, so Kafka cannot tell it from the node that held the log (KIP-853's motivation calls this
     unsafe: it may vote for a candidate missing committed records). With the other two voters up it refetches the
     log and nothing is lost."""
+    expect = controller_expectation(dynamic_quorum=False)
+    assert expect.voter_at_once and not expect.needs_readd
     result = chaos_run(scenario("disk-replace-controller-static", {}, "controller"))
     victim, wiped, rejoined, _heal = replaced(result)
+    assert "steps" not in rejoined, "the model's static quorum needs no re-add, and none was run"
     (fault,) = nemesis(result, "disk-replace")
     assert_new_directory(wiped, rejoined, topic_of(result))
     assert wiped["entries"].get("__cluster_metadata-0", 0) > 0, "the metadata log went with the disk"
@@ -141,15 +145,17 @@ def assert_back_in_the_isr_from_offset_0(rejoined: dict[str, Any]) -> None:
     assert all(log["log_start"] == 0 and (log["log_end"] or 0) > 0 for log in isr["logs"].values()), isr["logs"]
 
 
-@pytest.mark.nightly
 def test_a_dynamic_quorum_keeps_a_wiped_controller_an_observer_until_it_is_added_back(chaos_run) -> None:
     """KIP-853 (kraft.version 1): the voters are (id, directory id) pairs. The wiped controller, formatted with
     --no-initial-controllers, has a new directory id, so it starts as an observer; remove-controller with its old
     directory id and add-controller (refused until it caught up) make it a voter again."""
+    expect = controller_expectation(dynamic_quorum=True)
+    assert expect.needs_readd and not expect.voter_at_once
     result = chaos_run(scenario("disk-replace-controller-dynamic", {"dynamic_quorum": True}, "controller"))
     victim, wiped, rejoined, _heal = replaced(result)
     assert_new_directory(wiped, rejoined, topic_of(result))
     assert "--no-initial-controllers" in rejoined["format"]["command"]
+    assert rejoined["observer_first"], f"node {victim} on its new disk never showed as an observer: {rejoined}"
     remove, add = rejoined["steps"]
     assert remove["code"] == 0 and wiped["directory_id"] in remove["command"], remove
     assert add["code"] == 0, add

@@ -19,7 +19,8 @@ REPLICATION = """NodeId  DirectoryId             LogEndOffset  Lag  LastFetchTim
 1       CCCCCCCCCCCCCCCCCCCCCC  {end}         {lag}  1                 1                      {status}
 """
 STATUS = ('ClusterId: x\nLeaderId: 2\nCurrentVoters: [{{"id": 1, "directoryId": "{one}", "endpoints": []}}, '
-          '{{"id": 2, "directoryId": "AAAAAAAAAAAAAAAAAAAAAA", "endpoints": []}}]\nCurrentObservers: []\n')
+          '{{"id": 2, "directoryId": "AAAAAAAAAAAAAAAAAAAAAA", "endpoints": []}}]\n'
+          'CurrentObservers: [{{"id": 1, "directoryId": "{observer}"}}]\n')
 
 
 @dataclass
@@ -71,7 +72,8 @@ def test_the_quorum_tables_are_read_by_their_headers() -> None:
     assert [(r["NodeId"], r["Lag"], r["Status"]) for r in rows] == [("2", "0", "Leader"), ("3", "0", "Follower"),
                                                                      ("1", "113", "Follower")]
     assert replication_rows("no table") == []
-    assert voters(STATUS.format(one="NEW")) == [(1, "NEW"), (2, "AAAAAAAAAAAAAAAAAAAAAA")]
+    assert voters(STATUS.format(one="NEW", observer="X")) == [(1, "NEW"), (2, "AAAAAAAAAAAAAAAAAAAAAA")]
+    assert voters(STATUS.format(one="OLD", observer="NEW"), "CurrentObservers") == [(1, "NEW")]
 
 
 def test_a_broker_is_killed_wiped_then_formatted_and_started_without_the_quorum() -> None:
@@ -108,8 +110,9 @@ def test_a_static_voter_is_formatted_as_at_first_and_waited_for_until_it_has_no_
 
 def test_a_dynamic_voter_is_formatted_as_an_observer_then_removed_by_its_old_id_and_added_back() -> None:
     wiped, peer = Node(1), Node(2)
-    peer.answers = [(0, REPLICATION.format(end=120, lag=0, status="Follower")), (0, "removed"),
-                    (0, STATUS.format(one="NEW"))]
+    peer.answers = [(0, REPLICATION.format(end=120, lag=0, status="Follower")),
+                    (0, STATUS.format(one="OLD", observer="X")), (0, STATUS.format(one="OLD", observer="NEW")),
+                    (0, "removed"), (0, STATUS.format(one="NEW", observer="X"))]
     wiped.answers = [(1, "REQUEST_TIMED_OUT: not caught up"), (0, "added")]
     fault = DiskReplaceFault(cluster(True, a=wiped, b=peer, c=Node(3)), poll_s=0)
     fault.start([1])
@@ -118,7 +121,8 @@ def test_a_dynamic_voter_is_formatted_as_an_observer_then_removed_by_its_old_id_
     remove, add = out["steps"]
     assert remove["command"] == "remove-controller --controller-id 1 --controller-directory-id OLD"
     assert add["attempts"] == 2 and add["code"] == 0 and add["command"].endswith("add-controller")
-    assert out["re_added"] and out["voters_after"] == [[1, "NEW"], [2, "AAAAAAAAAAAAAAAAAAAAAA"]]
+    assert out["observer_first"] and out["re_added"]
+    assert out["voters_after"] == [[1, "NEW"], [2, "AAAAAAAAAAAAAAAAAAAAAA"]]
 
 
 def test_a_controller_with_no_other_controller_has_no_quorum_to_rejoin() -> None:
