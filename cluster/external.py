@@ -119,6 +119,15 @@ class ExternalNode:
     def corrupt_disk(self, file_class: str, bits: int, seed: int, glob: str | None = None) -> dict[str, Any]:
         raise ClusterError(NO_DISKS)
 
+    def replace_disk(self) -> dict[str, Any]:
+        raise ClusterError(NO_DISKS)
+
+    def format_disk(self, flags: str) -> dict[str, Any]:
+        raise ClusterError(NO_DISKS)
+
+    def log_offsets(self, topic: str) -> dict[str, dict[str, int | None]]:
+        raise ClusterError(NO_DISKS)
+
     def status(self) -> str:
         return self.state
 

@@ -25,7 +25,7 @@ from kafka_chaos.cluster.host_names import LOOPBACK, host_name
 from kafka_chaos.cluster.images import BASE_IMAGE
 from kafka_chaos.cluster.labels import NODE_LABEL, PORT_LABEL
 from kafka_chaos.cluster.sized_disk import SIZED_ROOT, SizedDisk
-from kafka_chaos.cluster.volatile_disk import DISKS_ROOT, VolatileDisk
+from kafka_chaos.cluster.volatile_disk import DISKS_ROOT, VolatileDisk, segment_end_offset
 from kafka_chaos.cluster.waits import Wait
 from kafka_chaos.errors import ClusterError
 
@@ -36,12 +36,22 @@ DATA_DIR = "/var/lib/kafka/data"
 CONFIG_PATH = "/etc/kafka-chaos/server.properties"
 
 NodeRole = Literal["combined", "broker", "controller"]
+_WRITE_CONFIG = f'set -e; mkdir -p /etc/kafka-chaos; echo "$KAFKA_CHAOS_PROPERTIES" | base64 -d > {CONFIG_PATH}; '
+"""The start of a node's shell command: its server.properties, from the environment, where the tools read it."""
 
 
 def bind_loopback(container: DockerContainer, container_port: int, host_port: int | None) -> None:
     """Publish on 127.0.0.1 only. testcontainers' with_bind_ports binds every interface; docker-py takes a tuple."""
     container.ports[f"{container_port}/tcp"] = ("127.0.0.1", host_port)  # type: ignore[assignment]
 
+
+
+def _directory_id(meta_properties: str) -> str | None:
+    """The log directory's id (KIP-858) in a meta.properties; None before 3.7 (or on a broker formatted without)."""
+    for line in meta_properties.splitlines():
+        if line.startswith("directory.id="):
+            return line.split("=", 1)[1].strip()
+    return None
 
 
 def free_port() -> int:
@@ -190,17 +200,18 @@ class KafkaNode:
         if spec.elr is not None:
             flags += f" --feature eligible.leader.replicas.version={1 if spec.elr else 0}"
         return (
-            "set -e; mkdir -p /etc/kafka-chaos; "
-            f'echo "$KAFKA_CHAOS_PROPERTIES" | base64 -d > {CONFIG_PATH}; '
-            f"if [ ! -f {DATA_DIR}/meta.properties ]; then "
+            f"{_WRITE_CONFIG}if [ ! -f {DATA_DIR}/meta.properties ]; then "
             f"kafka-storage.sh format -t {self.cluster.cluster_id} -c {CONFIG_PATH}{flags} --ignore-formatted; fi; "
             f"exec kafka-server-start.sh {CONFIG_PATH}"
         )
 
     # -- lifecycle -----------------------------------------------------------------------------------------
 
-    def create(self, network: Network) -> None:
+    def _properties_env(self) -> str:
         props = "\n".join(f"{k}={v}" for k, v in self.server_properties().items()) + "\n"
+        return base64.b64encode(props.encode()).decode()
+
+    def create(self, network: Network) -> None:
         labels = self.cluster.labels(role=self.role, **{NODE_LABEL: str(self.node_id)})
         if self.client_port:
             labels[PORT_LABEL] = str(self.direct_port or self.client_port)
@@ -209,7 +220,7 @@ class KafkaNode:
             .with_name(self.name)
             .with_network(network)
             .with_network_aliases(self.alias)
-            .with_env("KAFKA_CHAOS_PROPERTIES", base64.b64encode(props.encode()).decode())
+            .with_env("KAFKA_CHAOS_PROPERTIES", self._properties_env())
             .with_env("KAFKA_HEAP_OPTS", self.cluster.spec.heap_opts)
             .with_env("KAFKA_JVM_PERFORMANCE_OPTS", settings.NODE_JVM_OPTS)
             .with_command(["sh", "-c", self._entrypoint()])
@@ -312,6 +323,60 @@ class KafkaNode:
         os.sync()  # what the killed JVM left in the kernel's write-back cache reaches the disk's bookkeeping first
         return corrupt(self.disk.mountpoint, file_class, bits, random.Random(seed), self.disk.synced_size, glob,
                        self.disk.flipped_at_rest)
+
+    def replace_disk(self) -> dict[str, Any]:
+        """Empty this stopped node's data directory, as a new disk would be: every log directory and, on a
+        controller, the metadata log with it (one directory here). Returns what was on it
+        (cluster.volatile_disk.VolatileDisk.replace) and the directory id (KIP-858) it had."""
+        if self.disk is None:
+            raise ClusterError(f"{self.name} has no volatile disk: disk-replace needs cluster.volatile_disks")
+        meta = self.disk.backing / "meta.properties"
+        before = _directory_id(meta.read_text()) if meta.exists() else None
+        return {**self.disk.replace(), "directory_id": before}
+
+    def log_offsets(self, topic: str) -> dict[str, dict[str, int | None]]:
+        """Per partition of `topic` on this node's disk: the base offset of its first segment and the offset after
+        its last whole record batch, read through the mount (the kernel's write-back cache holds what the running
+        node wrote last; the backing files get it later)."""
+        if self.disk is None:
+            raise ClusterError(f"{self.name} has no volatile disk: disk-replace needs cluster.volatile_disks")
+        out: dict[str, dict[str, int | None]] = {}
+        for directory in sorted((self.disk.mountpoint if self.disk.mounted else self.disk.backing).glob(f"{topic}-*")):
+            partition = directory.name.removeprefix(f"{topic}-")
+            segments = sorted(directory.glob("*.log"))
+            if not partition.isdigit() or not segments:
+                continue
+            ends = [e for e in (segment_end_offset(f) for f in segments) if e is not None]
+            out[partition] = {"log_start": int(segments[0].stem), "log_end": max(ends, default=None)}
+        return out
+
+    def format_disk(self, flags: str) -> dict[str, Any]:
+        """`kafka-storage format` on this stopped node's empty disk, with the cluster id and its own configuration,
+        run in a one-off container of its image (as an operator formats a new disk before starting the node);
+        `flags`: the quorum's (e.g. " --no-initial-controllers"). Returns the command, its output's tail and the
+        new directory id; a failed format raises. The node's own start then finds meta.properties and keeps it."""
+        if self.disk is None:
+            raise ClusterError(f"{self.name} has no volatile disk: disk-replace needs cluster.volatile_disks")
+        if not self.disk.mounted:
+            self.disk.power_on()
+        command = f"kafka-storage.sh format -t {self.cluster.cluster_id} -c {CONFIG_PATH}{flags}"
+        tool = self.cluster.client.containers.run(
+            self.image, ["sh", "-c", _WRITE_CONFIG + command], entrypoint=[], detach=True,
+            environment={"KAFKA_CHAOS_PROPERTIES": self._properties_env(), "KAFKA_HEAP_OPTS": "-Xmx256m"},
+            volumes={str(self.disk.mountpoint): {"bind": DATA_DIR, "mode": "rw"}},
+            labels=self.cluster.labels(role="format", **{NODE_LABEL: str(self.node_id)}), name=f"{self.name}-format")
+        try:
+            code = int(tool.wait(timeout=120).get("StatusCode", 1))
+            output = tool.logs().decode(errors="replace")
+        finally:
+            with contextlib.suppress(docker.errors.APIError):
+                tool.remove(force=True)
+        if code != 0:
+            raise ClusterError(f"{command} on {self.name}'s new disk failed ({code}): {output.strip()[-600:]}")
+        self.disk.settle()  # kafka-storage does not fsync what it writes: the new disk holds it as a real one would
+        meta = (self.disk.backing / "meta.properties").read_text()
+        return {"command": command.replace(f" -c {CONFIG_PATH}", ""), "output": output.strip()[-300:],
+                "directory_id": _directory_id(meta)}
 
     def fill_disk(self, free_mb: float) -> dict[str, int]:
         """Fill this node's sized disk until `free_mb` MiB are left (cluster.sized_disk)."""

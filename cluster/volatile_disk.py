@@ -721,6 +721,29 @@ class VolatileDisk:
     def power_on(self) -> None:
         self.mount()
 
+    def replace(self) -> dict[str, Any]:
+        """A new, empty disk in this one's place (the node's processes must be dead): unmounted, everything under
+        the backing directory deleted, and counted first, per top-level entry (a partition's directory,
+        meta.properties, a checkpoint file); the next `power_on` mounts the empty disk. Returns {"files", "bytes",
+        "log_bytes", "entries": {name: bytes}}: bytes allocated on disk (Kafka preallocates its index files
+        sparse, so their length says little), and the length of the log segments (the records)."""
+        if self._daemon is not None or is_mounted(self.mountpoint):
+            self._stop_daemon()  # its bookkeeping of unsynced writes goes with the old disk
+        entries: dict[str, int] = {}
+        files = log_bytes = 0
+        for entry in sorted(self.backing.iterdir()) if self.backing.is_dir() else []:
+            found = ([f for f in entry.rglob("*") if f.is_file() or f.is_symlink()]
+                     if entry.is_dir() and not entry.is_symlink() else [entry])
+            stats = [(f.name, f.lstat()) for f in found]
+            entries[entry.name] = sum(st.st_blocks * 512 for _, st in stats)
+            log_bytes += sum(st.st_size for name, st in stats if name.endswith(".log"))
+            files += len(stats)
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+        return {"files": files, "bytes": sum(entries.values()), "log_bytes": log_bytes, "entries": entries}
+
     @property
     def mounted(self) -> bool:
         return self._daemon is not None and self._daemon.poll() is None and is_mounted(self.mountpoint)

@@ -18,6 +18,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kafka_chaos.cluster.links import LinkFaults
+from kafka_chaos.faults.disk_replace import DiskReplaceFault
 from kafka_chaos.faults.kinds import (
     HEAL_NAMES,
     LINK_FAULTS,
@@ -94,6 +95,8 @@ class Nemesis:
             return PowerLossFault(self.cluster)
         if info.effect == "corrupt":
             return CorruptFault(self.cluster, p.params, seed=self.rng.randrange(2**31))
+        if info.effect == "disk-replace":
+            return DiskReplaceFault(self.cluster, topic=self.topic)
         if info.effect == "disk-full":
             return DiskFull(self.cluster, float(p.params.get("free_mb", 0.0)))
         if info.family == "disk":

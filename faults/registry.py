@@ -15,15 +15,16 @@ FaultKind = Literal["kill", "power-loss", "disk-full", "stop", "pause", "partiti
                     "reset_peer", "link-down", "link-latency", "link-bandwidth", "link-timeout", "link-reset",
                     "link-slicer", "link-cut", "link-flap", "request-delay", "response-delay", "request-hold",
                     "request-drop", "response-drop", "request-duplicate", "slow-disk", "disk-error", "corrupt",
-                    "dns-fail"]
+                    "disk-replace", "dns-fail"]
 Family = Literal["process", "network", "client-link", "node-link", "request", "operation", "disk", "client-name"]
 """`disk`: the node's disk misbehaves while the node runs (cluster.volatile_disk's faults); the node is not taken
 down by the fault itself, though Kafka may stop a broker whose only log directory fails.
 `client-name`: what clients resolve a broker's name to (cluster.host_names); nothing between nodes changes."""
 Need = Literal["toxiproxy", "volatile-disks", "sized-disks", "link-proxies", "host-names"]
-NodeEffect = Literal["crash", "power-loss", "disk-full", "stop", "freeze", "corrupt"]
+NodeEffect = Literal["crash", "power-loss", "disk-full", "stop", "freeze", "corrupt", "disk-replace"]
 """What a process kind does to its node: SIGKILL; SIGKILL and the unsynced writes lost; writes failing; a clean
-shutdown; frozen (the same JVM resumes, acting on a stale view); SIGKILL and bits flipped in fsynced data."""
+shutdown; frozen (the same JVM resumes, acting on a stale view); SIGKILL and bits flipped in fsynced data; SIGKILL
+and the whole data directory emptied (a new disk, formatted again)."""
 ProxyAction = Literal["latency", "bandwidth", "timeout", "reset_peer", "slicer", "disable", "flap"]
 """What a link kind does to a Toxiproxy proxy: add that toxic, disable the proxy, or disable and enable it in turn."""
 FrameAction = Literal["delay", "hold", "drop", "duplicate"]
@@ -165,6 +166,12 @@ KINDS: dict[str, FaultKindInfo] = {
                       "the broker's host name stops resolving for clients (mode = \"unresolvable\") or resolves to an "
                       "address where nothing answers (mode = \"dead-address\"); its mapping restored at the heal",
                       "#31a354", frozenset({"host-names"})),
+        FaultKindInfo("disk-replace", "disk-replaced", "process",
+                      "SIGKILL, then the node's data directory (its log dirs and, on a controller, the metadata "
+                      "log) emptied, as when its disk is replaced; later formatted again with the cluster id as an "
+                      "operator would (a dynamic quorum's controller with --no-initial-controllers, then removed "
+                      "and added back as a voter: KIP-853) and started with the same node id", "#31a354",
+                      frozenset({"volatile-disks"}), restarts=True, effect="disk-replace"),
     )
 }
 assert set(KINDS) == set(get_args(FaultKind)), "FaultKind and KINDS must name the same kinds"

@@ -170,7 +170,31 @@ class Scenario(Strict):
             raise ValueError(f"{', '.join(sorted(disk))} needs the nodes' data on volatile disks: set "
                              'cluster.volatile_disks = "unsynced" (lose every write not fsynced) or "last:30s" '
                              "(lose what Linux had not yet written back)")
+        self._disk_replace_leaves_a_quorum()
         return self
+
+    def _disk_replace_leaves_a_quorum(self) -> None:
+        """A replaced controller rebuilds its metadata log from the other voters (Kafka's operations guide:
+        format it only while a majority holds the committed log): with fewer than 3 controllers, or a target
+        that can wipe a majority of them at once, nothing would hold it."""
+        voters = len(self.cluster.controller_ids())
+        targets = [(f"faults.schedule[{i}]", [f.target]) for i, f in enumerate(self.faults.schedule)
+                   if f.kind == "disk-replace"]
+        gen = self.faults.generator
+        if gen is not None and "disk-replace" in gen.kinds:
+            targets.append(("faults.generator", list(gen.targets)))
+        for where, rules in targets:
+            can_hit_controller = any(t == "controller" or not self.cluster.controllers
+                                     or (isinstance(t, list) and set(t) & set(self.cluster.controller_ids()))
+                                     for t in rules)
+            majority = any(t in ("majority", "all") for t in rules) and not self.cluster.controllers
+            if can_hit_controller and (voters < 3 or majority):
+                why = (f"the quorum has {voters} controller{'s' if voters != 1 else ''}" if voters < 3
+                       else "target majority/all would wipe a majority of the combined nodes' controllers at once")
+                raise ValueError(f"{where} (disk-replace): {why}, so no majority would hold the metadata log the "
+                                 "replaced controller has to fetch again and the cluster's metadata would be lost; "
+                                 "use cluster.nodes (combined) or cluster.controllers of 3 or more, and a target "
+                                 "that replaces one controller at a time (one, leader, follower, controller)")
 
     def _fits_request_faults(self) -> None:
         """Request faults (faults.kinds.RequestFault) act through proxies: the client proxies (cluster.toxiproxy)

@@ -36,6 +36,7 @@ from kafka_chaos import versions
 from kafka_chaos.faults.registry import cutting_off, kinds_of, taking_down, with_effect
 from kafka_chaos.faults.windows import NemesisEvent, faults_from_history
 from kafka_chaos.reference_model.config import RunConfig
+from kafka_chaos.reference_model.disk_replace import loss_rule
 from kafka_chaos.reference_model.dns_faults import NAME_FAULT_KINDS
 from kafka_chaos.reference_model.dns_faults import rule_for as name_rule_for
 from kafka_chaos.reference_model.explore import duplicates_possible
@@ -431,6 +432,11 @@ def _loss_verdict(what: str, cfg: RunConfig, known: bool, faults: FaultSummary) 
             "unclean.leader.election.enable=true: once the in-sync replicas are gone a stale replica may be "
             f"elected and committed data it lacks is lost ({_describe(faults)}){note}"
         )
+    replaced = loss_rule(faults.kinds, cfg.kafka_version, cfg.rf, faults.max_down)
+    if replaced is not None:
+        if replaced.defect:
+            return _known_defect(replaced.defect, replaced.fixed_in, replaced.reason + note)
+        return _permitted(replaced.reason + note)
     if not faults.replication_faults:
         return _violation(
             f"no broker or network fault was injected, and Kafka loses no acknowledged write "

@@ -228,7 +228,7 @@ def test_the_availability_model_reads_what_each_kind_does_from_the_registry() ->
 
     down, restarts, client_blocking = model.PROCESS_DOWN, model.RESTARTS, model.LINK_BLOCKING
     cutting, slowing = model.NODE_LINK_CUTTING, model.NODE_LINK_SLOWING
-    assert down == {"kill", "power-loss", "disk-full", "stop", "pause", "corrupt"}
+    assert down == {"kill", "power-loss", "disk-full", "stop", "pause", "corrupt", "disk-replace"}
     assert restarts == down - {"pause"}  # a frozen JVM resumes where it was
     # a broker name clients cannot resolve cuts them off from it as a blocked client link does
     assert client_blocking == {"timeout", "link-down", "reset_peer", "bandwidth", "dns-fail"}
@@ -242,7 +242,7 @@ def test_what_each_kind_does_is_the_registrys_and_every_reader_takes_it_from_the
 
     effects = {k: info.effect for k, info in KINDS.items() if info.family == "process"}
     assert effects == {"kill": "crash", "power-loss": "power-loss", "disk-full": "disk-full", "stop": "stop",
-                       "pause": "freeze", "corrupt": "corrupt"}
+                       "pause": "freeze", "corrupt": "corrupt", "disk-replace": "disk-replace"}
     assert all(info.effect is None for info in KINDS.values() if info.family != "process")
     # every link kind names what it does to a proxy; no other kind does
     assert {k for k, info in KINDS.items() if info.proxy} == {

@@ -19,7 +19,7 @@ def scenario(fault: dict[str, Any], **cluster: Any) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("fault", [{"kind": "slow-disk", "delay_ms": 200}, {"kind": "disk-error", "ops": ["fsync"]},
-                                   {"kind": "corrupt", "files": "index"}])
+                                   {"kind": "corrupt", "files": "index"}, {"kind": "disk-replace"}])
 def test_a_disk_fault_needs_volatile_disks_and_says_how_to_get_them(fault: dict[str, Any]) -> None:
     with pytest.raises(ScenarioError) as err:
         parse_scenario(scenario(fault), "s.toml")
@@ -28,11 +28,33 @@ def test_a_disk_fault_needs_volatile_disks_and_says_how_to_get_them(fault: dict[
     assert parse_scenario(scenario(fault, **VOLATILE), "s.toml").faults.schedule[0].kind == fault["kind"]
 
 
-def test_a_disk_fault_against_an_external_cluster_is_refused_with_the_fix() -> None:
+@pytest.mark.parametrize("kind", ["slow-disk", "disk-replace"])
+def test_a_disk_fault_against_an_external_cluster_is_refused_with_the_fix(kind: str) -> None:
     with pytest.raises(ScenarioError) as err:
-        parse_scenario(scenario({"kind": "slow-disk"}, bootstrap_servers="b:9092"), "s.toml")
-    assert "slow-disk act on the disks kafka-chaos mounts" in str(err.value)
+        parse_scenario(scenario({"kind": kind}, bootstrap_servers="b:9092"), "s.toml")
+    assert f"{kind} act on the disks kafka-chaos mounts" in str(err.value)
     assert "remove bootstrap_servers" in str(err.value)
+
+
+@pytest.mark.parametrize(("target", "cluster", "why"), [
+    ("controller", {"nodes": 3, "controllers": 1}, "the quorum has 1 controller,"),
+    ("all", {"nodes": 5}, "target majority/all would wipe a majority"),
+    ("majority", {"nodes": 3}, "target majority/all would wipe a majority"),
+    ([101], {"nodes": 3, "controllers": 2}, "the quorum has 2 controllers,"),
+])
+def test_a_disk_replace_that_leaves_no_majority_with_the_metadata_log_is_refused(
+        target: Any, cluster: dict[str, Any], why: str) -> None:
+    with pytest.raises(ScenarioError) as err:
+        parse_scenario(scenario({"kind": "disk-replace", "target": target}, **cluster, **VOLATILE), "s.toml")
+    assert why in str(err.value) and "3 or more" in str(err.value)
+
+
+@pytest.mark.parametrize(("target", "cluster"), [("follower", {"nodes": 3, "controllers": 1}),
+                                                 ("controller", {"nodes": 3}), ("one", {"nodes": 5})])
+def test_a_disk_replace_of_one_node_beside_a_majority_of_controllers_is_accepted(
+        target: str, cluster: dict[str, Any]) -> None:
+    s = parse_scenario(scenario({"kind": "disk-replace", "target": target}, **cluster, **VOLATILE), "s.toml")
+    assert s.faults.schedule[0].kind == "disk-replace"
 
 
 def test_an_unknown_file_class_names_the_classes_there_are() -> None:
