@@ -170,7 +170,7 @@ KINDS: dict[str, FaultKindInfo] = {
                       "SIGKILL, then the node's data directory (its log dirs and, on a controller, the metadata "
                       "log) emptied, as when its disk is replaced; later formatted again with the cluster id as an "
                       "operator would (a dynamic quorum's controller with --no-initial-controllers, then removed "
-                      "and added back as a voter: KIP-853) and started with the same node id", "#31a354",
+                      "and added back as a voter: KIP-853) and started with the same node id", "#b5cf6b",
                       frozenset({"volatile-disks"}), restarts=True, effect="disk-replace"),
     )
 }
