@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,23 @@ def nemesis(result: RunResult, f: str, type_: str = "info") -> list[dict[str, An
 def frame_faults(result: RunResult) -> list[dict[str, Any]]:
     """What request faults did to each frame, in order (the history's `frame-fault` values)."""
     return [e["value"] for e in events(result) if e["process"] == "harness" and e["f"] == FRAME_FAULT]
+
+
+def verdict_counts(result: RunResult) -> Counter[tuple[str, str, str, str | None]]:
+    """How many anomaly instances the checker found per (name, isolation, verdict, defect): what a suite prints
+    beside the model's expectation."""
+    return Counter((name, i.get("isolation", ""), i["verdict"], i.get("defect"))
+                   for name, insts in result.results["anomalies"].items() for i in insts)
+
+
+def held_until_after(result: RunResult, api: str, release_after: list[str]) -> dict[str, Any]:
+    """The one frame a `request-hold` fault on `api` held, checked to have been released by `release_after` frames
+    on the proxy's other connections ("after"; the heal or a timeout would say "heal" or "time")."""
+    (fault,) = nemesis(result, "request-hold")
+    assert fault["value"]["release_after"] == release_after
+    (held,) = frame_faults(result)
+    assert held["api"] == api and held["released"] == "after", held
+    return held
 
 
 def sends_between(result: RunResult, start: int, end: int, type_: str = "ok") -> int:
