@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -24,6 +24,7 @@ from kafka_chaos.faults.node_links import links_of
 from kafka_chaos.faults.partitions import Shape, grudge
 from kafka_chaos.faults.registry import KINDS
 from kafka_chaos.faults.targets import LiveCluster
+from kafka_chaos.workloads.clients import process_of
 
 NODE_FAULTS = tuple(k for k, info in KINDS.items() if info.family == "process")
 LINK_FAULTS = tuple(k for k, info in KINDS.items() if info.family == "client-link")
@@ -306,7 +307,9 @@ def _proxy_action(kind: str) -> str:
 class RequestFault:
     """The `kafka` toxic (cluster.kafka_toxic) on the proxies of the chosen links: the target brokers' client
     proxies, or, with `links` in the params, the links between nodes that selector names (faults.node_links).
-    `fired`, after the heal: the toxic's firings (which API, correlation id, held from/to), for the history."""
+    `clients` in the params (process ids) keeps it to those processes' clients, by the client ids `clients_of`
+    gives them (workloads.clients). `fired`, after the heal: the toxic's firings (which API, correlation id,
+    client id and the process it names, held from/to), for the history."""
 
     name: str
     client_links: LinkFaults | None
@@ -314,6 +317,8 @@ class RequestFault:
     params: dict[str, Any]
     client_logs: Callable[[float], str] | None = None
     """The client proxies' container output since a time (cluster.toxiproxy.Toxiproxy.logs)."""
+    clients_of: Mapping[int, list[str]] = field(default_factory=dict)
+    """Process id → the client ids of its clients (workloads.clients.starting_clients of the run's workload)."""
     fired: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -340,16 +345,21 @@ class RequestFault:
         options: dict[str, Any] = {k: self.params[k] for k in ("latency_ms", "hold_ms", "count", "release_on_connect",
                                                                 "release_after_count") if k in self.params}
         after = api_keys(self.params.get("release_after", []))
+        processes = [int(p) for p in self.params.get("clients", [])]
+        client_ids = self.client_ids(processes)
         self._since_s = time.time()
         for where, proxy in targets:
             for stream, name, attributes in kafka_toxic.toxics(self.name, str(info.frames), str(info.action), keys,
-                                                               proxy, self._token, release_after=after, **options):
+                                                               proxy, self._token, release_after=after,
+                                                               client_ids=client_ids, **options):
                 self._proxies_of(where).add_toxic(where, name, kafka_toxic.TOXIC_TYPE, stream, attributes)
                 self._added.append((where, name))
         value: dict[str, Any] = {"nodes": nodes, "api": [api_name(k) for k in keys], "api_keys": keys,
                                  "proxies": [proxy for _, proxy in targets], "fault": self._token, **options}
         if after:
             value["release_after"] = [api_name(k) for k in after]
+        if processes:
+            value.update(clients=processes, client_ids=client_ids)
         if "links" in self.params:
             selector = self.params["links"]
             value.update(selector=selector, direction=self.params.get("direction", "both"),
@@ -357,6 +367,15 @@ class RequestFault:
             if selector not in ("replication", "controller"):  # as NodeLinkFault: the links' ends
                 value["nodes"] = sorted({n for where, _ in targets for n in (where.source, where.dest)})
         return value
+
+    def client_ids(self, processes: list[int]) -> list[str]:
+        """The client ids of these processes' clients; a process that owns none is an error (the scenario's
+        validation names the fix before a run starts)."""
+        unknown = [p for p in processes if p not in self.clients_of]
+        if unknown:
+            raise ValueError(f"{self.name}: clients {unknown} own no client of this run's workload (processes "
+                             f"owning one: {sorted(self.clients_of)})")
+        return [c for p in processes for c in self.clients_of[p]]
 
     def _proxies_of(self, where: Any) -> Any:
         return self.client_links if isinstance(where, int) else self.link_proxies
@@ -370,7 +389,8 @@ class RequestFault:
         self.fired = []
         for node in containers:
             text = self._client_logs() if node == -1 else self.link_proxies.logs(node, self._since_s)
-            self.fired += [{**f, "api": api_name(f["api_key"])} if isinstance(f.get("api_key"), int) else f
+            self.fired += [{**f, "client": process_of(f.get("client_id")),
+                            **({"api": api_name(f["api_key"])} if isinstance(f.get("api_key"), int) else {})}
                            for f in kafka_toxic.firings(text, self._token)]
         self._added = []
         return {"nodes": nodes, "fault": self._token, "fired": len(self.fired)}

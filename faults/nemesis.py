@@ -13,7 +13,7 @@ import heapq
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -41,6 +41,7 @@ from kafka_chaos.faults.registry import KINDS
 from kafka_chaos.faults.schedule import PlannedFault
 from kafka_chaos.faults.targets import LiveCluster, TargetError, resolve
 from kafka_chaos.interrupts import join
+from kafka_chaos.workloads.clients import starting_clients
 
 if TYPE_CHECKING:  # types only: the nemesis never imports the harness at run time
     from kafka_chaos.harness.testmap import RunContext
@@ -68,10 +69,13 @@ class Nemesis:
         seed: int,
         links: LinkFaults | None = None,
         clock: Callable[[], float] = time.monotonic,
+        clients: Mapping[int, list[str]] | None = None,
     ) -> None:
+        """`clients`: process id → its clients' ids (workloads.clients), for request faults' `clients`."""
         self.cluster, self.topic, self.plan, self.recorder = cluster, topic, plan, recorder
         self.rng = random.Random(seed)
         self.links = links
+        self.clients = clients or {}
         self.clock = clock
         self._stop = threading.Event()
         self._active: dict[int, tuple[Fault, list[int]]] = {}
@@ -112,7 +116,8 @@ class Nemesis:
         if info.family == "request":
             toxiproxy = getattr(self.cluster, "toxiproxy", None)
             return RequestFault(p.kind, self.links, getattr(self.cluster, "link_proxies", None), p.params,
-                                client_logs=toxiproxy.logs if toxiproxy is not None else None)
+                                client_logs=toxiproxy.logs if toxiproxy is not None else None,
+                                clients_of=self.clients)
         if info.family == "client-link":
             if self.links is None:
                 raise RuntimeError(f"{p.kind} needs Toxiproxy (cluster.toxiproxy = true)")
@@ -218,7 +223,8 @@ class ScheduledNemesis:
 
     def start(self, ctx: RunContext) -> None:
         links = ctx.cluster.toxiproxy.links if ctx.cluster.toxiproxy else None
-        self._nemesis = Nemesis(ctx.cluster, ctx.topic, self.planned, ctx.history, ctx.scenario.seed, links=links)
+        self._nemesis = Nemesis(ctx.cluster, ctx.topic, self.planned, ctx.history, ctx.scenario.seed, links=links,
+                                clients=starting_clients(ctx.scenario.workload))
         self._nemesis.start()
 
     def stop(self, ctx: RunContext, *, interrupted: bool) -> None:

@@ -57,6 +57,9 @@ class FaultSpec(_Strict):
         "request-hold: APIs whose frames on the proxy's other connections release it, ahead of the "
         "release_after_count-th one since it was held"))
     release_after_count: int = Field(1, ge=1, description="request-hold: how many release_after frames release it")
+    clients: list[int] = Field(default_factory=list, description=(
+        "request faults on client links: only the requests (or their responses) of these history processes' "
+        "clients, by the client.id each workload client carries (workloads.clients); empty: every client's"))
     # disk faults on the volatile disk (cluster.volatile_disk)
     delay_ms: int = Field(100, ge=0, description="slow-disk: ms added to every fsync")
     ops: list[DiskOp] = Field(default_factory=lambda: list(ALL_DISK_OPS), min_length=1,
@@ -179,6 +182,8 @@ def _request_params(kind: str, spec: FaultSpec | FaultGenerator) -> dict[str, An
         params.update(links=spec.links, direction=spec.direction)
     if isinstance(spec, FaultSpec):
         params["count"] = spec.count
+        if spec.clients:
+            params["clients"] = list(spec.clients)
         if KINDS[kind].action == "hold":
             params.update(hold_ms=spec.hold_ms, release_on_connect=spec.release_on_connect)
             if spec.release_after:

@@ -22,6 +22,7 @@ from kafka_chaos.faults.node_links import LinkSelectorError, check_pairs
 from kafka_chaos.faults.operations import OperationSpec, validate_against
 from kafka_chaos.faults.registry import KINDS
 from kafka_chaos.faults.schedule import FaultsConfig
+from kafka_chaos.workloads.clients import starting_clients
 from kafka_chaos.workloads.config import CLIENT_TIMEOUT_PROFILES, WorkloadConfig
 
 
@@ -199,7 +200,13 @@ class Scenario(Strict):
     def _fits_request_faults(self) -> None:
         """Request faults (faults.kinds.RequestFault) act through proxies: the client proxies (cluster.toxiproxy)
         unless `links` names links between nodes (cluster.link_proxies). Each named API must exist and be one
-        the chosen links can carry."""
+        the chosen links can carry; `clients` must name processes of the workload that own clients."""
+        for i, spec in enumerate(self.faults.schedule):
+            if spec.clients and KINDS[spec.kind].family != "request":
+                request_kinds = ", ".join(k for k, info in KINDS.items() if info.family == "request")
+                raise ValueError(f"faults.schedule[{i}] ({spec.kind}): clients = {spec.clients} picks the Kafka "
+                                 f"requests of those processes' clients, which only request faults ({request_kinds}) "
+                                 "act on; remove clients, or use one of those kinds")
         entries: list[tuple[str, Any]] = [(f"faults.schedule[{i}]", f) for i, f in enumerate(self.faults.schedule)]
         gen = self.faults.generator
         if gen is not None:
@@ -242,6 +249,25 @@ class Scenario(Strict):
                     raise ValueError(f"{what}: clients never send {', '.join(api_name(k) for k in controller_only)}"
                                      " (only nodes send it, to controllers): set links = \"controller\" or "
                                      '"quorum" with cluster.link_proxies = true')
+            self._fits_clients(what, getattr(f, "clients", []), on_node_links)
+
+    def _fits_clients(self, what: str, clients: list[int], on_node_links: bool) -> None:
+        """`clients` selects client processes' requests by client id (workloads.clients): only on client links,
+        and only processes the workload starts with that own a client."""
+        if not clients:
+            return
+        if on_node_links:
+            raise ValueError(f"{what}: clients = {clients} picks the requests of client processes, which travel on "
+                             "the client links only, not on links between nodes: remove links (the fault then acts "
+                             "on the client proxies, cluster.toxiproxy = true), or remove clients")
+        owners = starting_clients(self.workload)
+        unknown = [p for p in clients if p not in owners]
+        if unknown:
+            listed = "; ".join(f"{p}: {', '.join(ids)}" for p, ids in sorted(owners.items())) or "none"
+            raise ValueError(f"{what}: clients = {clients} names processes {unknown} that own no client of this "
+                             f"{self.workload.kind} workload. The processes it starts with that own one are "
+                             f"numbered before it runs (with their client ids: {listed}); name those, or change "
+                             "[workload] (producers, consumers, in_flight) so the process exists")
 
     def _proxied_listeners(self, what: str, selector: Any, direction: str) -> set[str]:
         """The listeners of the proxied links a request fault's selector can name; none is an error."""

@@ -25,6 +25,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 
 from kafka_chaos.cluster.logs import client_logger
 from kafka_chaos.interrupts import join
+from kafka_chaos.workloads.clients import client_id
 from kafka_chaos.workloads.recorder import Recorder, parse_payload
 
 
@@ -123,6 +124,7 @@ class ConsumerWorkload:
     def __init__(self, settings: ConsumerSettings, recorder: Recorder) -> None:
         self.settings = settings
         self.recorder = recorder
+        self.process = recorder.new_process()  # before any thread runs: a scenario can name it (workloads.clients)
         self.stop_event = threading.Event()
         self.polls = 0
         self._thread = threading.Thread(target=self._run, name=self.thread_name, daemon=True)
@@ -135,13 +137,13 @@ class ConsumerWorkload:
         join(self._thread)  # bounded once interrupted: a close stuck on a dead broker must not hold the exit
 
     def client_config(self) -> dict[str, Any]:
-        return self.settings.client_config()
+        return {**self.settings.client_config(), "client.id": client_id("consumer", self.process)}
 
     def start_reading(self, consumer: Consumer, process: int) -> None:
         start_reading(consumer, process, self.recorder, self.settings)
 
     def _run(self) -> None:
-        process = self.recorder.new_process()
+        process = self.process
         config = self.client_config()
         if self.settings.client_rack:
             config |= {"statistics.interval.ms": FETCH_STATS_INTERVAL_MS,
@@ -176,8 +178,8 @@ def final_drain(settings: ConsumerSettings, recorder: Recorder, timeout_s: float
     retrying until done or `timeout_s`. Returns whether every partition was read to its end."""
     deadline = time.monotonic() + timeout_s
     drain_settings = ConsumerSettings(**{**settings.__dict__, "mode": "assign"})
-    consumer = Consumer({**drain_settings.client_config(), "client.id": "kafka-chaos-drain"})
     process = recorder.new_process()
+    consumer = Consumer({**drain_settings.client_config(), "client.id": client_id("drain", process)})
     try:
         ends = end_offsets(consumer, drain_settings, deadline)
         if ends is None:

@@ -24,6 +24,7 @@ from confluent_kafka import KafkaError, Message, Producer
 
 from kafka_chaos.cluster.logs import client_logger
 from kafka_chaos.interrupts import join
+from kafka_chaos.workloads.clients import client_id
 from kafka_chaos.workloads.recorder import Recorder, payload
 
 # Rejected by the broker or client before any append could happen, whatever the retries.
@@ -96,6 +97,8 @@ class ProducerWorkload:
         self.counts = {"ok": 0, "fail": 0, "info": 0}
         self._thread = threading.Thread(target=self._run, name=f"producer-{seed}", daemon=True)
         self._partition_cycle: dict[int, Iterator[int]] = {}
+        # numbered here, before any thread runs, so a scenario can name them (workloads.clients)
+        self._first = [recorder.new_process() for _ in range(settings.in_flight)]
 
     def start(self) -> None:
         self._thread.start()
@@ -114,8 +117,9 @@ class ProducerWorkload:
 
     def _run(self) -> None:
         s = self.settings
-        producer = Producer(s.client_config())
-        idle: list[int] = [self.recorder.new_process() for _ in range(s.in_flight)]
+        # one client for all of the thread's processes: named by the first (workloads.clients)
+        producer = Producer({**s.client_config(), "client.id": client_id("producer", self._first[0])})
+        idle: list[int] = list(self._first)
         interval = 1.0 / s.rate if s.rate > 0 else 0.0
         next_send = time.monotonic()
 

@@ -35,6 +35,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 
 from kafka_chaos.cluster.logs import client_logger
 from kafka_chaos.interrupts import join
+from kafka_chaos.workloads.clients import client_id
 from kafka_chaos.workloads.config import WorkloadConfig
 from kafka_chaos.workloads.consumer import ConsumerSettings, ConsumerWorkload, end_offsets, poll_once, start_reading
 from kafka_chaos.workloads.recorder import Recorder, parse_payload, payload
@@ -124,6 +125,8 @@ class TxnProducerThread:
         self.stop_event = threading.Event()
         self.counts = {"ok": 0, "fail": 0, "info": 0}
         self._thread = threading.Thread(target=self._run, name=f"txn-producer-{thread}", daemon=True)
+        # numbered here, before any thread runs, so a scenario can name it (workloads.clients)
+        self._first_process: int | None = recorder.new_process()
 
     def start(self) -> None:
         self._thread.start()
@@ -133,7 +136,7 @@ class TxnProducerThread:
         # an op waits at most its own timeouts (commit, then abort); beyond that a client call is hung
         join(self._thread, self.config.request_timeout_ms / 1000 * 3 * 2 + STOP_GRACE_S)
 
-    def _producer(self) -> Producer:
+    def _producer(self, process: int) -> Producer:
         c = self.config
         socket_timeout = {"socket.timeout.ms": c.txn_socket_timeout_ms} if c.txn_socket_timeout_ms else {}
         return Producer({
@@ -148,11 +151,11 @@ class TxnProducerThread:
             "delivery.timeout.ms": min(c.delivery_timeout_ms, TXN_TIMEOUT_MS),  # librdkafka: <= the txn timeout
             "metadata.max.age.ms": 5000,
             "topic.metadata.refresh.interval.ms": 1000,
-            "client.id": f"kafka-chaos-txn-{self.thread}",
+            "client.id": client_id("txn", process),
             "logger": client_logger(),
         })
 
-    def _consumer(self) -> Consumer:
+    def _consumer(self, process: int) -> Consumer:
         consumer = Consumer({
             "bootstrap.servers": self.bootstrap,
             "group.id": f"kafka-chaos-txn-{self.topic}-{self.thread}",
@@ -161,7 +164,7 @@ class TxnProducerThread:
             "auto.offset.reset": "earliest",
             "enable.partition.eof": False,
             "topic.metadata.refresh.interval.ms": 1000,
-            "client.id": f"kafka-chaos-txn-consumer-{self.thread}",
+            "client.id": client_id("txn-consumer", process),
             "logger": client_logger(),
         })
         consumer.assign([TopicPartition(self.topic, p) for p in range(self.partitions)])
@@ -170,12 +173,13 @@ class TxnProducerThread:
     def _run(self) -> None:
         timeout = self.config.request_timeout_ms / 1000 * 3
         while not self.stop_event.is_set():
-            process = self.recorder.new_process()
+            process = self._first_process if self._first_process is not None else self.recorder.new_process()
+            self._first_process = None
             consumer: Consumer | None = None
             try:
-                producer = self._producer()
+                producer = self._producer(process)
                 producer.init_transactions(timeout)
-                consumer = self._consumer() if self.config.txn_mixed_share > 0 else None
+                consumer = self._consumer(process) if self.config.txn_mixed_share > 0 else None
             except KafkaException as err:  # no op of this process was invoked: just try a new one
                 self.recorder.record(process, "info", "crash", None, error=_error(err))
                 self.stop_event.wait(1.0)
@@ -186,7 +190,7 @@ class TxnProducerThread:
                     if step is _Next.END:
                         break
                     if step is _Next.REREAD and consumer is not None:
-                        consumer = self._reread(consumer)
+                        consumer = self._reread(consumer, process)
                         if consumer is None:
                             break
             finally:
@@ -196,7 +200,7 @@ class TxnProducerThread:
                 with contextlib.suppress(KafkaException):  # a fenced producer may raise its fatal error here
                     producer.flush(0)
 
-    def _reread(self, consumer: Consumer) -> Consumer | None:
+    def _reread(self, consumer: Consumer, process: int) -> Consumer | None:
         """After an aborted transaction that polled: a new consumer, which starts at the offsets the group
         committed with its last committed transaction (at read_committed librdkafka fetches them with
         require_stable, KIP-447), so the next transaction reads again what the aborted one read, as an
@@ -207,7 +211,7 @@ class TxnProducerThread:
         with contextlib.suppress(Exception):
             consumer.close()
         try:
-            return self._consumer()
+            return self._consumer(process)
         except KafkaException:
             return None
 
@@ -314,7 +318,7 @@ class IsolatedConsumer(ConsumerWorkload):
 
     def client_config(self) -> dict[str, Any]:
         return {**self.settings.client_config(), "isolation.level": self.isolation,
-                "client.id": f"kafka-chaos-consumer-{self.isolation}"}
+                "client.id": client_id(f"consumer-{self.isolation}", self.process)}
 
     def start_reading(self, consumer: Consumer, process: int) -> None:
         s = self.settings
@@ -329,9 +333,9 @@ def txn_final_drain(settings: ConsumerSettings, recorder: Recorder, timeout_s: f
     not the last record read + 1: a transactional partition ends with a commit or abort marker (a control
     record no consumer returns) and may end with aborted records a read_committed reader skips."""
     deadline = time.monotonic() + timeout_s
-    consumer = Consumer({**settings.client_config(), "isolation.level": "read_committed",
-                         "client.id": "kafka-chaos-drain"})
     process = recorder.new_process()
+    consumer = Consumer({**settings.client_config(), "isolation.level": "read_committed",
+                         "client.id": client_id("drain", process)})
     try:
         ends = end_offsets(consumer, settings, deadline)
         if ends is None:

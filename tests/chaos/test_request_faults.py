@@ -20,11 +20,12 @@ HOLD_END_TXN: dict[str, Any] = {
     "duration_s": 20,
     "cluster": {"nodes": 3, "toxiproxy": True},
     "topic": {"partitions": 3, "replication_factor": 3, "min_insync_replicas": 2},
-    "workload": {"kind": "txn", "producers": 1, "consumers": 1, "txn_keys": 2},
-    # every broker's client proxy holds the first EndTxn it sees until the heal; only the transaction
-    # coordinator of the one transactional.id sees any
+    # two transactional producers: processes 0 and 1 (workloads.clients numbers them before the run)
+    "workload": {"kind": "txn", "producers": 2, "consumers": 1, "txn_keys": 2},
+    # every broker's client proxy holds the first EndTxn of process 1's client until the heal; only the
+    # transaction coordinator of its transactional.id sees any, and process 0's EndTxns pass
     "faults": {"schedule": [{"kind": "request-hold", "api": ["EndTxn"], "target": "all", "count": 1, "at_s": 4,
-                             "duration_s": 6}]},
+                             "duration_s": 6, "clients": [1]}]},
 }
 
 
@@ -34,9 +35,12 @@ def test_a_held_end_txn_is_delivered_at_the_heal_and_recorded(chaos_run: Any) ->
     (heal,) = nemesis(result, "heal-requests")
     assert fault["value"]["api"] == ["EndTxn"] and fault["value"]["api_keys"] == [26]
     assert sorted(fault["value"]["proxies"]) == ["broker-1", "broker-2", "broker-3"]
+    assert fault["value"]["clients"] == [1]
+    assert fault["value"]["client_ids"] == ["kafka-chaos-txn-p1", "kafka-chaos-txn-consumer-p1"]
     (held,) = frame_faults(result)  # count = 1, and EndTxn goes to one coordinator
     assert heal["value"]["fired"] == 1 and heal["value"]["fault"] == fault["value"]["fault"]
     assert held["api"] == "EndTxn" and held["api_key"] == 26 and held["kind"] == "request-hold"
+    assert held["client_id"] == "kafka-chaos-txn-p1" and held["client"] == 1, "only the named process's client"
     assert held["released"] == "heal", "no duration and no release_on_connect: only the heal lets it go"
     assert isinstance(held["correlation_id"], int) and held["proxy"] in fault["value"]["proxies"]
     assert held["held_from_ms"] <= held["held_to_ms"]
@@ -45,6 +49,8 @@ def test_a_held_end_txn_is_delivered_at_the_heal_and_recorded(chaos_run: Any) ->
     assert record["index"] > heal["index"]
     txns = [e for e in events(result) if e["f"] == "txn" and e["type"] in ("ok", "fail", "info")]
     assert any(e["time"] > heal["time"] for e in txns), "transactions went on after the heal"
+    assert any(e["process"] != 1 and e["type"] == "ok" and fault["time"] < e["time"] < heal["time"] for e in txns), \
+        "the other producer's EndTxns passed: it committed while process 1's was held"
 
 
 DELAY_FETCH: dict[str, Any] = {

@@ -62,6 +62,14 @@ def scenario(fault: dict[str, Any], **cluster: Any) -> dict[str, Any]:
     (scenario({"kind": "request-drop", "api": ["Fetch"], "links": [[101, 2]], "direction": "one-way"},
               link_proxies=True, controllers=3), "names no proxied link"),
     (scenario({"kind": "request-drop", "api": ["Fetch"], "links": [[1, 9]]}, link_proxies=True), "faults.schedule[0]"),
+    (scenario({"kind": "latency", "clients": [0]}, toxiproxy=True), "only request faults"),
+    (scenario({"kind": "request-hold", "api": ["Fetch"], "links": "replication", "clients": [0]}, link_proxies=True),
+     "travel on the client links only"),
+    # the default queue workload: consumer 0, then 2 producer threads of 8 processes each (1-8, 9-16)
+    (scenario({"kind": "request-drop", "api": ["Produce"], "clients": [1, 3]}, toxiproxy=True),
+     "names processes [3] that own no client"),
+    (scenario({"kind": "request-drop", "api": ["Produce"], "clients": [40]}, toxiproxy=True),
+     "9: kafka-chaos-producer-p9"),
     ({"name": "t", "cluster": {"toxiproxy": True}, "faults": {"generator": {"kinds": ["request-hold"]}}},
      "faults.generator (request-hold) needs api"),
 ])
@@ -112,7 +120,8 @@ def test_a_response_fault_tracks_requests_upstream_and_acts_downstream() -> None
 def log_line(**fields: Any) -> str:
     return json.dumps({"kafka_toxic": "fired", "kind": "request-hold", "fault": "t1", "proxy": "broker-1",
                        "frames": "request", "api_key": 26, "api_version": 3, "correlation_id": 6,
-                       "held_from": 1000, "held_to": 4000, "released": "heal", **fields})
+                       "client_id": "kafka-chaos-txn-p0", "held_from": 1000, "held_to": 4000, "released": "heal",
+                       **fields})
 
 
 def test_firings_are_the_fault_own_lines_of_the_log() -> None:
@@ -126,8 +135,8 @@ def test_firings_are_the_fault_own_lines_of_the_log() -> None:
     got = firings(logs, "t1")
     assert [f["correlation_id"] for f in got] == [6, 9]
     assert got[0] == {"kind": "request-hold", "proxy": "broker-1", "frames": "request", "api_key": 26,
-                      "api_version": 3, "correlation_id": 6, "held_from_ms": 1000, "held_to_ms": 4000,
-                      "released": "heal"}
+                      "api_version": 3, "correlation_id": 6, "client_id": "kafka-chaos-txn-p0",
+                      "held_from_ms": 1000, "held_to_ms": 4000, "released": "heal"}
 
 
 class FakeProxies:
@@ -180,6 +189,38 @@ def test_a_response_fault_on_links_between_nodes_tracks_then_acts_and_removes_in
     removed = [c for c in proxies.calls if c[0] == "remove"]
     assert [c[2] for c in removed] == [c[2] for c in proxies.calls if c[0] == "add"]
     assert len(fault.fired) == 4 and {f["proxy"] for f in fault.fired} == {"2-to-1-controller", "2-to-1-internal"}
+
+
+def test_clients_reach_both_toxics_as_the_client_ids_of_those_processes() -> None:
+    s = parse_scenario({"name": "t", "cluster": {"toxiproxy": True}, "workload": {"kind": "txn", "producers": 2},
+                        "faults": {"schedule": [{"kind": "response-drop", "api": ["EndTxn"], "clients": [1]}]}})
+    (drop,) = plan(s.faults, 30, 1)
+    assert drop.params["clients"] == [1] and plan(FaultsConfig.from_plan([drop]), 30, 1) == [drop]
+    proxies = FakeProxies()
+    owners = {0: ["kafka-chaos-txn-p0"], 1: ["kafka-chaos-txn-p1", "kafka-chaos-txn-consumer-p1"]}
+    fault = RequestFault("response-drop", proxies, None, drop.params,  # type: ignore[arg-type]
+                         client_logs=lambda since: proxies.all_lines(), clients_of=owners)
+    added: list[dict[str, Any]] = []
+    proxies.add_toxic = lambda where, name, type_, stream, attributes: added.append(attributes)  # type: ignore
+    value = fault.start([2])
+    assert value["clients"] == [1] and value["client_ids"] == owners[1]
+    assert [(a["action"], a["client_ids"]) for a in added] == [("track", owners[1]), ("drop", owners[1])]
+    everyone = RequestFault("request-drop", proxies, None, {"api": [26]}, clients_of=owners)  # type: ignore[arg-type]
+    everyone.start([2])
+    assert added[-1]["client_ids"] == [] and "clients" not in everyone.start([2])
+    with pytest.raises(ValueError, match=r"clients \[5\] own no client"):
+        RequestFault("request-drop", proxies, None, {"api": [26], "clients": [5]},  # type: ignore[arg-type]
+                     clients_of=owners).start([2])
+
+
+def test_a_firing_names_the_client_and_the_process_it_belongs_to() -> None:
+    proxies = FakeProxies()
+    fault = RequestFault("request-hold", proxies, None, {"api": ["EndTxn"]},  # type: ignore[arg-type]
+                         client_logs=lambda since: "\n".join([log_line(fault=fault._token),
+                                                               log_line(fault=fault._token, client_id="")]))
+    fault.start([1])
+    fault.heal([1])
+    assert [(f["client_id"], f["client"]) for f in fault.fired] == [("kafka-chaos-txn-p0", 0), ("", None)]
 
 
 def test_a_request_fault_without_its_proxies_says_which_to_turn_on() -> None:

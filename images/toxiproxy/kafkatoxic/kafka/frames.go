@@ -6,13 +6,19 @@ package kafka
 import "encoding/binary"
 
 // Header is what the toxic reads of one frame. A request frame is a 4-byte big-endian size, then the request
-// header (api_key int16, api_version int16, correlation_id int32, …); a response frame is the size, then the
-// correlation id of the request it answers (the API key is known only from that request).
+// header (api_key int16, api_version int16, correlation_id int32, client_id …); a response frame is the size,
+// then the correlation id of the request it answers (the API key and client id are known only from that
+// request).
 type Header struct {
 	Size          int32
 	APIKey        int16
 	APIVersion    int16
 	CorrelationID int32
+	// ClientID: the request header's client_id (v1 and the flexible v2 both carry it right after the
+	// correlation id, as a nullable string with an int16 length, before v2's tagged fields); "" when null or
+	// when the frame is too short to hold it (header v0, only ControlledShutdown v0, has none) or it is longer
+	// than maxClientID.
+	ClientID string
 }
 
 // Piece is a run of bytes to pass on in stream order: Frame is set when it is one whole matched frame.
@@ -20,6 +26,10 @@ type Piece struct {
 	Data  []byte
 	Frame *Header
 }
+
+// maxClientID bounds the client id the parser waits for before it decides on a frame, so that an unmatched
+// frame still passes at once: a longer one (Kafka sets no limit; kafka-chaos's are short) reads as "".
+const maxClientID = 1024
 
 // maxFrame bounds what is taken for a size prefix; Kafka's socket.request.max.bytes defaults to 100 MiB.
 const maxFrame = 100 << 20
@@ -43,12 +53,43 @@ func (p *Parser) headerLen() int {
 	return 8
 }
 
+// need is how many bytes of a frame's start the parser reads before it decides on the frame: the fixed header,
+// then for a request the client id's length, then the client id itself when the frame holds it. `b` is what it
+// has read so far; a header that cannot be one needs no more.
+func (p *Parser) need(b []byte) int {
+	hl := p.headerLen()
+	if !p.Requests || len(b) < hl {
+		return hl
+	}
+	if _, ok := p.parse(b[:hl]); !ok {
+		return hl
+	}
+	size := int(int32(binary.BigEndian.Uint32(b)))
+	if size+4 < hl+2 {
+		return hl
+	}
+	if len(b) < hl+2 {
+		return hl + 2
+	}
+	n := int(int16(binary.BigEndian.Uint16(b[hl:])))
+	if n <= 0 || n > maxClientID || hl+2+n > size+4 {
+		return hl + 2
+	}
+	return hl + 2 + n
+}
+
 func (p *Parser) parse(b []byte) (Header, bool) {
 	h := Header{Size: int32(binary.BigEndian.Uint32(b))}
 	if p.Requests {
 		h.APIKey = int16(binary.BigEndian.Uint16(b[4:]))
 		h.APIVersion = int16(binary.BigEndian.Uint16(b[6:]))
 		h.CorrelationID = int32(binary.BigEndian.Uint32(b[8:]))
+		if len(b) >= 14 {
+			n := int(int16(binary.BigEndian.Uint16(b[12:])))
+			if n > 0 && n <= maxClientID && 14+n <= len(b) && 14+n <= int(h.Size)+4 {
+				h.ClientID = string(b[14 : 14+n])
+			}
+		}
 	} else {
 		h.APIKey = -1
 		h.CorrelationID = int32(binary.BigEndian.Uint32(b[4:]))
@@ -95,10 +136,12 @@ func (p *Parser) Feed(data []byte, match func(Header) bool) []Piece {
 			continue
 		}
 		if p.cur == nil {
-			n := min(hl-len(p.buf), len(data)-i)
-			p.buf = append(p.buf, data[i:i+n]...)
-			i += n
-			if len(p.buf) < hl {
+			for need := p.need(p.buf); len(p.buf) < need && i < len(data); need = p.need(p.buf) {
+				n := min(need-len(p.buf), len(data)-i)
+				p.buf = append(p.buf, data[i:i+n]...)
+				i += n
+			}
+			if len(p.buf) < p.need(p.buf) {
 				break
 			}
 			h, ok := p.parse(p.buf)
@@ -110,7 +153,7 @@ func (p *Parser) Feed(data []byte, match func(Header) bool) []Piece {
 			}
 			if !match(h) {
 				pass = append(pass, p.buf...)
-				p.skip = int(h.Size) + 4 - hl
+				p.skip = int(h.Size) + 4 - len(p.buf)
 				p.buf = nil
 				continue
 			}

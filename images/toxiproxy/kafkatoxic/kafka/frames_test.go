@@ -21,6 +21,26 @@ func request(key, version int16, corr int32, body int) []byte {
 	return b
 }
 
+// requestFrom: a request whose header carries a client id (v1 and flexible v2 alike: a nullable string with an
+// int16 length right after the correlation id; nil writes a null one), then `body` bytes.
+func requestFrom(key, version int16, corr int32, client *string, body int) []byte {
+	var id []byte
+	length := -1
+	if client != nil {
+		id, length = []byte(*client), len(*client)
+	}
+	b := make([]byte, 14+len(id)+body)
+	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+	binary.BigEndian.PutUint16(b[4:], uint16(key))
+	binary.BigEndian.PutUint16(b[6:], uint16(version))
+	binary.BigEndian.PutUint32(b[8:], uint32(corr))
+	binary.BigEndian.PutUint16(b[12:], uint16(int16(length)))
+	copy(b[14:], id)
+	return b
+}
+
+func str(s string) *string { return &s }
+
 func response(corr int32, body int) []byte {
 	b := make([]byte, 8+body)
 	binary.BigEndian.PutUint32(b, uint32(4+body))
@@ -106,6 +126,35 @@ func TestPassingFrameIsNotHeldBack(t *testing.T) {
 	}
 }
 
+func TestClientIDOfARequestCutAnywhere(t *testing.T) {
+	a := requestFrom(26, 4, 7, str("kafka-chaos-txn-p3"), 20)
+	b := requestFrom(0, 9, 8, nil, 5)
+	c := requestFrom(26, 5, 9, str("x"), 0) // EndTxn v5: the flexible header v2, same client_id layout
+	stream := bytes.Join([][]byte{a, b, c}, nil)
+	for cut := 1; cut < len(stream); cut++ {
+		var got []Header
+		out, _ := feed(&Parser{Requests: true}, split(stream, cut), func(h Header) bool { got = append(got, h); return false })
+		if !bytes.Equal(out, stream) {
+			t.Fatalf("cut at %d: stream changed", cut)
+		}
+		if len(got) != 3 || got[0].ClientID != "kafka-chaos-txn-p3" || got[1].ClientID != "" || got[2].ClientID != "x" ||
+			got[0].CorrelationID != 7 || got[2].CorrelationID != 9 {
+			t.Fatalf("cut at %d: want client ids kafka-chaos-txn-p3, null, x; got %+v", cut, got)
+		}
+	}
+}
+
+func TestAClientIDPastItsFrameIsNotRead(t *testing.T) {
+	short := request(26, 3, 1, 2) // a length field (0x0c0d) far past the frame's end
+	next := requestFrom(26, 3, 2, str("p"), 0)
+	var got []Header
+	out, _ := feed(&Parser{Requests: true}, [][]byte{short, next}, func(h Header) bool { got = append(got, h); return false })
+	if !bytes.Equal(out, append(append([]byte{}, short...), next...)) || len(got) != 2 || got[0].ClientID != "" ||
+		got[1].ClientID != "p" {
+		t.Fatalf("want no client id for the short frame and the next frame found, got %+v", got)
+	}
+}
+
 func TestResponsesByCorrelationID(t *testing.T) {
 	stream := bytes.Join([][]byte{response(1, 10), response(2, 3), response(3, 0)}, nil)
 	_, frames := feed(&Parser{}, split(stream, 5, 9), func(h Header) bool { return h.CorrelationID == 2 })
@@ -157,6 +206,9 @@ func TestRealKafkaRequests(t *testing.T) {
 		for _, fr := range frames {
 			total += len(fr.Data)
 			seen[fr.Frame.APIKey]++
+			if fr.Frame.ClientID != "kafka-chaos-capture" { // the capturing producer's client.id
+				t.Fatalf("%s: frame %+v: want client id kafka-chaos-capture", f, *fr.Frame)
+			}
 		}
 		if total != len(stream) {
 			t.Fatalf("%s: frames cover %d of %d bytes", f, total, len(stream))

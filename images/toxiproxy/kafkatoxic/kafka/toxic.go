@@ -30,15 +30,18 @@ import (
 // where two connections may have the same id in flight (librdkafka numbers each connection's requests from 1)
 // and a response may be taken for the other connection's request.
 type Toxic struct {
-	Kind             string  `json:"kind"`   // the fault's name, for the log
-	Fault            string  `json:"fault"`  // the fault's token, for the log: which lines are whose
-	Proxy            string  `json:"proxy"`  // the proxy's name: the log and the tracked ids
-	Frames           string  `json:"frames"` // request or response
-	Action           string  `json:"action"` // delay, hold, drop, duplicate or track
-	APIKeys          []int16 `json:"api_keys"`
-	DelayMs          int64   `json:"delay_ms"` // delay: each frame's; hold: the longest (0: no limit)
-	Count            int64   `json:"count"`    // act on the first Count matching frames only (0: every one)
-	ReleaseOnConnect bool    `json:"release_on_connect"`
+	Kind    string  `json:"kind"`   // the fault's name, for the log
+	Fault   string  `json:"fault"`  // the fault's token, for the log: which lines are whose
+	Proxy   string  `json:"proxy"`  // the proxy's name: the log and the tracked ids
+	Frames  string  `json:"frames"` // request or response
+	Action  string  `json:"action"` // delay, hold, drop, duplicate or track
+	APIKeys []int16 `json:"api_keys"`
+	// ClientIDs: when set, only requests whose header names one of these client ids (and, for a response
+	// fault, the responses to them: the tracking toxic applies it) match
+	ClientIDs        []string `json:"client_ids"`
+	DelayMs          int64    `json:"delay_ms"` // delay: each frame's; hold: the longest (0: no limit)
+	Count            int64    `json:"count"`    // act on the first Count matching frames only (0: every one)
+	ReleaseOnConnect bool     `json:"release_on_connect"`
 	// hold: release a held frame when the proxy's other connections have carried ReleaseAfterCount frames of
 	// these APIs since it was held, ahead of the last of them (see Pipe)
 	ReleaseAfterKeys  []int16 `json:"release_after_api_keys"`
@@ -73,6 +76,7 @@ type item struct {
 type decision struct {
 	act   bool            // the toxic acts on it
 	after []chan struct{} // not acted on, but it completes a release count: it waits for these deliveries
+	hdr   Header          // the frame's header as match completed it (a response: its request's API and client)
 }
 
 type connState struct {
@@ -96,7 +100,7 @@ func (t *Toxic) NewState() interface{} {
 		t.newConnection()
 		switch {
 		case t.Action == "track":
-			st.ids = &trackedIDs{ids: map[int32][]int16{}}
+			st.ids = &trackedIDs{ids: map[int32][]tracked{}}
 			pairs.put(t.Proxy+"/"+t.Fault, st.ids)
 		case t.Frames == "response":
 			st.ids = pairs.take(t.Proxy + "/" + t.Fault)
@@ -138,9 +142,15 @@ func (t *Toxic) nextConnect() chan struct{} {
 	return t.connects
 }
 
-func (t *Toxic) wants(key int16) bool {
-	for _, k := range t.APIKeys {
-		if k == key {
+func (t *Toxic) wants(h *Header) bool {
+	if !containsKey(t.APIKeys, h.APIKey) {
+		return false
+	}
+	if len(t.ClientIDs) == 0 {
+		return true
+	}
+	for _, c := range t.ClientIDs {
+		if c == h.ClientID {
 			return true
 		}
 	}
@@ -159,7 +169,7 @@ func (t *Toxic) match(st *connState, h *Header) bool {
 		after = t.release()
 	}
 	if act || after != nil {
-		st.decisions = append(st.decisions, decision{act: act, after: after})
+		st.decisions = append(st.decisions, decision{act: act, after: after, hdr: *h})
 		return true
 	}
 	return false
@@ -171,16 +181,16 @@ func (t *Toxic) acts(st *connState, h *Header) bool {
 		ids = perProxy(t.Proxy + "/" + t.Fault)
 	}
 	if t.Frames == "response" {
-		key, ok := ids.take(h.CorrelationID)
+		req, ok := ids.take(h.CorrelationID)
 		if !ok {
 			return false
 		}
-		h.APIKey = key
-	} else if !t.wants(h.APIKey) {
+		h.APIKey, h.ClientID = req.key, req.client
+	} else if !t.wants(h) {
 		return false
 	}
 	if t.Action == "track" {
-		ids.add(h.CorrelationID, h.APIKey)
+		ids.add(h.CorrelationID, tracked{h.APIKey, h.ClientID})
 		return false
 	}
 	return t.Count <= 0 || t.fired.Add(1) <= t.Count
@@ -295,6 +305,7 @@ func (t *Toxic) feed(st *connState, c *stream.StreamChunk) {
 		}
 		d := st.decisions[0]
 		st.decisions = st.decisions[1:]
+		p.Frame = &d.hdr
 		if !d.act {
 			st.queue = append(st.queue, &item{data: p.Data, after: d.after})
 			continue
@@ -408,6 +419,7 @@ type Firing struct {
 	APIKey        int16  `json:"api_key"`
 	APIVersion    int16  `json:"api_version"`
 	CorrelationID int32  `json:"correlation_id"`
+	ClientID      string `json:"client_id"` // the request's (a response's: its request's) header client_id
 	HeldFrom      int64  `json:"held_from"` // ms since the epoch
 	HeldTo        int64  `json:"held_to"`
 	Released      string `json:"released"` // time, connection, after (ReleaseAfterKeys), heal, dropped, duplicated
@@ -415,30 +427,37 @@ type Firing struct {
 
 func (t *Toxic) logFiring(h *Header, from, to time.Time, why string) {
 	line, _ := json.Marshal(Firing{"fired", t.Kind, t.Fault, t.Proxy, t.Frames, h.APIKey, h.APIVersion, h.CorrelationID,
-		from.UnixMilli(), to.UnixMilli(), why})
+		h.ClientID, from.UnixMilli(), to.UnixMilli(), why})
 	logMu.Lock()
 	defer logMu.Unlock()
 	_, _ = os.Stdout.Write(append(line, '\n'))
 }
 
-// trackedIDs: the correlation ids of tracked requests whose responses have not passed yet, with their API keys.
+// trackedIDs: the correlation ids of tracked requests whose responses have not passed yet, with their API keys
+// and client ids.
 type trackedIDs struct {
 	mu  sync.Mutex
-	ids map[int32][]int16
+	ids map[int32][]tracked
 }
 
-func (r *trackedIDs) add(id int32, key int16) {
+// tracked: what a response's toxic knows of its request only from the tracking toxic.
+type tracked struct {
+	key    int16
+	client string
+}
+
+func (r *trackedIDs) add(id int32, key tracked) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.ids[id] = append(r.ids[id], key)
 }
 
-func (r *trackedIDs) take(id int32) (int16, bool) {
+func (r *trackedIDs) take(id int32) (tracked, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	keys := r.ids[id]
 	if len(keys) == 0 {
-		return 0, false
+		return tracked{}, false
 	}
 	if len(keys) == 1 {
 		delete(r.ids, id)
@@ -463,7 +482,7 @@ func perProxy(key string) *trackedIDs {
 	defer pairs.mu.Unlock()
 	ids := pairs.shared[key]
 	if ids == nil {
-		ids = &trackedIDs{ids: map[int32][]int16{}}
+		ids = &trackedIDs{ids: map[int32][]tracked{}}
 		pairs.shared[key] = ids
 	}
 	return ids

@@ -2,6 +2,9 @@ package kafka
 
 import (
 	"bytes"
+	"encoding/json"
+	"io"
+	"os"
 	"testing"
 	"time"
 
@@ -187,4 +190,70 @@ func waitHeld(t *testing.T, before int64) {
 			t.Fatal("no frame was held")
 		}
 	}
+}
+
+func TestClientIDsSelectTheRequestsOfThoseClientsOnly(t *testing.T) {
+	tx := &Toxic{Kind: "request-drop", Frames: "request", Action: "drop", APIKeys: []int16{26},
+		ClientIDs: []string{"kafka-chaos-txn-p3"}}
+	r := start(tx)
+	other, null := requestFrom(26, 3, 1, str("kafka-chaos-txn-p4"), 4), requestFrom(26, 3, 2, nil, 4)
+	mine := requestFrom(26, 3, 3, str("kafka-chaos-txn-p3"), 4)
+	lines := logged(t, func() {
+		r.send(bytes.Join([][]byte{other, null, mine, request(26, 3, 4, 4)}, nil))
+		if got := r.next(); !bytes.Equal(got, bytes.Join([][]byte{other, null}, nil)) {
+			t.Fatalf("the other client's and a null client id's EndTxn pass, got %d bytes", len(got))
+		}
+		if !bytes.Equal(r.next(), request(26, 3, 4, 4)) {
+			t.Fatal("the named client's EndTxn is dropped, and what follows passes")
+		}
+	})
+	if len(lines) != 1 || lines[0].ClientID != "kafka-chaos-txn-p3" || lines[0].CorrelationID != 3 {
+		t.Fatalf("want one firing, for the named client's request, got %+v", lines)
+	}
+	r.heal()
+}
+
+func TestResponseFaultOnTheNamedClientsRequests(t *testing.T) {
+	up := start(&Toxic{Proxy: "p2", Frames: "request", Action: "track", APIKeys: []int16{26},
+		ClientIDs: []string{"a"}})
+	down := start(&Toxic{Proxy: "p2", Frames: "response", Action: "drop"})
+	up.send(bytes.Join([][]byte{requestFrom(26, 3, 51, str("b"), 0), requestFrom(26, 3, 52, str("a"), 0)}, nil))
+	up.next()
+	lines := logged(t, func() {
+		down.send(bytes.Join([][]byte{response(51, 2), response(52, 2)}, nil))
+		if !bytes.Equal(down.next(), response(51, 2)) {
+			t.Fatal("the response to client b's request passes, client a's is dropped")
+		}
+	})
+	if len(lines) != 1 || lines[0].ClientID != "a" || lines[0].APIKey != 26 || lines[0].CorrelationID != 52 {
+		t.Fatalf("the firing names the request's client and API, got %+v", lines)
+	}
+	up.heal()
+	down.heal()
+}
+
+// logged: the firings the toxic logs while `f` runs (its log is the process's stdout).
+func logged(t *testing.T, f func()) []Firing {
+	read, write, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := os.Stdout
+	logMu.Lock()
+	os.Stdout = write
+	logMu.Unlock()
+	f()
+	logMu.Lock()
+	os.Stdout = saved
+	logMu.Unlock()
+	write.Close()
+	text, _ := io.ReadAll(read)
+	var out []Firing
+	for _, line := range bytes.Split(bytes.TrimSpace(text), []byte("\n")) {
+		var fired Firing
+		if len(line) > 0 && json.Unmarshal(line, &fired) == nil {
+			out = append(out, fired)
+		}
+	}
+	return out
 }
