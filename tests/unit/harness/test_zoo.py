@@ -13,7 +13,7 @@ import pytest
 
 from kafka_chaos.errors import ScenarioError
 from kafka_chaos.harness.scenario import Scenario
-from kafka_chaos.harness.zoo import BUGS_DIR, load_bug, load_zoo, markdown, run_zoo
+from kafka_chaos.harness.zoo import BUGS_DIR, ZOO_DOC, load_bug, load_zoo, markdown, run_zoo, write_doc
 
 GOOD = """
 id = "X-1"
@@ -110,6 +110,7 @@ def test_a_zoo_run_counts_per_side_and_writes_its_table(tmp_path: Path) -> None:
     assert (e["fixed"]["reproduced"], e["fixed"]["attempts"]) == (0, 2)
     assert e["affected"]["runs"][0]["shown"] == {"lost-write": 2}
     assert e["affected"]["runs"][0]["verdicts"] == {"permitted": 2}
+    assert all(isinstance(r["wall_s"], float) for side in ("affected", "fixed") for r in e[side]["runs"])
     table = doc.read_text()
     assert "| 4.0.1: reproduced 1/2 (lost-write ×2) | 4.3.1: clean 2/2 |" in table
     assert json.loads((tmp_path / "out" / "zoo" / "zoo.json").read_text()) == state
@@ -140,3 +141,47 @@ def test_two_raft_leaders_counts_overlaps_long_enough_and_ends_a_leader_at_its_k
     assert shown(symptom, killed, tmp_path) == ({}, {})  # node 1 died a second after node 2 won
     with pytest.raises(ValueError, match="anomalies, observables, or both"):
         Symptom()
+
+
+def _lost_on_4_0_1(s: Scenario, out: Path) -> tuple[Path, dict[str, Any]]:
+    run_dir = out / s.name
+    run_dir.mkdir(parents=True)
+    lost = [{"key": "k", "verdict": "violation"}] if s.cluster.kafka_version == "4.0.1" else []
+    return run_dir, {"anomalies": {"lost-write": lost}}
+
+
+def test_the_table_keeps_the_last_result_of_bugs_not_run_now_and_says_which_never_ran(tmp_path: Path) -> None:
+    d = _write(tmp_path, GOOD)
+    for i in (2, 3):
+        _write(tmp_path, GOOD.replace('"X-1"', f'"X-{i}"'), f"x{i}.toml")
+    every = load_zoo(directory=d)
+    by_id = {b.bug.id: b for b in every}
+    doc = tmp_path / "docs" / "bug-zoo.md"
+    doc.parent.mkdir()
+    run_zoo([by_id["X-1"]], out=tmp_path / "one", runner=_lost_on_4_0_1, doc=doc, catalogue=every)
+    # another bug, one side only, into a fresh results folder: X-1's row and X-2's fixed side survive
+    run_zoo([by_id["X-2"]], out=tmp_path / "two", runner=_lost_on_4_0_1, doc=doc, catalogue=every,
+            sides=("affected",), attempts=1)
+    run_zoo([by_id["X-2"]], out=tmp_path / "three", runner=_lost_on_4_0_1, doc=doc, catalogue=every,
+            sides=("fixed",), attempts=1)
+    rows = {line.split("]")[0].lstrip("| ["): line for line in doc.read_text().splitlines() if line.startswith("| [")}
+    assert set(rows) == {"X-1", "X-2", "X-3"}
+    assert "| 4.0.1: reproduced 2/2 (lost-write ×2) | 4.3.1: clean 2/2 |" in rows["X-1"]
+    assert "| 4.0.1: reproduced 1/1 (lost-write ×1) | 4.3.1: clean 1/1 |" in rows["X-2"]
+    assert "| not run | not run |" in rows["X-3"]
+    sidecar = json.loads(doc.with_suffix(".json").read_text())["bugs"]
+    assert sidecar["X-1"]["affected"] == {"version": "4.0.1", "attempts": 2, "reproduced": 2,
+                                          "shown": {"lost-write": 2}}
+    assert set(sidecar) == {"X-1", "X-2"}
+    # a table rewritten with nothing run shows the same rows: the sidecar, not the run folders, holds them
+    before = doc.read_text()
+    write_doc(doc, every, {})
+    assert doc.read_text() == before
+
+
+def test_the_project_table_is_the_one_its_sidecar_and_zoo_files_make(tmp_path: Path) -> None:
+    root = Path(__file__).parents[3]
+    doc = tmp_path / "bug-zoo.md"
+    doc.with_suffix(".json").write_text((root / ZOO_DOC.with_suffix(".json")).read_text())
+    write_doc(doc, load_zoo(directory=root / BUGS_DIR), {})
+    assert doc.read_text() == (root / ZOO_DOC).read_text()
