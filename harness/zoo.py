@@ -229,18 +229,17 @@ def run_zoo(bugs: list[BugFile], *, out: Path, attempts: int | None = None, side
     zoo_dir = out / "zoo"
     state = load_state(zoo_dir)
     for b in bugs:
-        entry = state["bugs"].setdefault(b.bug.id, {})
-        entry.update(_describe(b))
+        ran: dict[str, dict[str, Any]] = {}
         for side in sides:
             k = attempts or b.bug.attempts
             runs: list[Attempt] = []
             for attempt in range(k):
                 progress(f"{b.bug.id}: {side} ({b.bug.side(side).kafka_version}) attempt {attempt + 1}/{k}")
                 runs.append(run_attempt(b, side, attempt, zoo_dir, runner))
-            entry[side] = side_entry(b, side, runs)
+            ran[side] = record(state, b, side, runs)
         save_state(state, zoo_dir)  # after each bug: an interrupted zoo keeps its rows
         if doc is not None:
-            write_doc(doc, catalogue or bugs, {b.bug.id: {s: entry[s] for s in sides}})
+            write_doc(doc, catalogue or bugs, {b.bug.id: ran})
     return state
 
 
@@ -254,12 +253,15 @@ def run_attempt(b: BugFile, side: Side, attempt: int, zoo_dir: Path, runner: Run
                    bool(results.get("complete", True)), round(time.monotonic() - started, 1))
 
 
-def side_entry(b: BugFile, side: Side, runs: list[Attempt]) -> dict[str, Any]:
-    """One side's record in zoo.json: its version, how many of its runs showed the symptom, and each run in the
-    order it ran (with its `wall_s`)."""
-    return {"version": b.bug.side(side).kafka_version, "attempts": len(runs),
-            "reproduced": sum(r.reproduced for r in runs),
-            "runs": [{**r.__dict__, "reproduced": r.reproduced} for r in runs]}
+def record(state: dict[str, Any], b: BugFile, side: Side, runs: list[Attempt]) -> dict[str, Any]:
+    """Put one side's runs into the zoo's state (replacing that side's earlier ones) and return its record: its
+    version, how many of its runs showed the symptom, and each run in the order it ran (with its `wall_s`)."""
+    entry = state["bugs"].setdefault(b.bug.id, {})
+    entry.update(_describe(b))
+    entry[side] = {"version": b.bug.side(side).kafka_version, "attempts": len(runs),
+                   "reproduced": sum(r.reproduced for r in runs),
+                   "runs": [{**r.__dict__, "reproduced": r.reproduced} for r in runs]}
+    return dict(entry[side])
 
 
 def load_state(zoo_dir: Path) -> dict[str, Any]:
@@ -367,6 +369,78 @@ def write_doc(doc: Path, catalogue: list[BugFile], ran: dict[str, dict[str, dict
     table = {"bugs": {b.bug.id: {**_describe(b), **known.get(b.bug.id, {})} for b in catalogue}}
     doc.write_text(markdown(table))
     return table
+
+
+# ------------------------------------------------------------------------------------------ time to reproduce
+
+GOAL_S = 600.0
+"""The zoo's goal: every bug it reproduces shows on its affected version within ten minutes of runs."""
+
+
+@dataclass(frozen=True)
+class Trial:
+    runs: int
+    wall_s: float | None
+    """The runs' wall times summed, cluster starts included (None when a run has none recorded)."""
+    reproduced: bool
+
+
+def trials(runs: list[dict[str, Any]], max_runs: int | None = None) -> list[Trial]:
+    """One side's runs, in the order they ran, cut into trials: each ends at the first run that showed the symptom,
+    or after `max_runs` runs without it; runs left at the end without a reproduction are a trial that did not
+    reproduce (yet)."""
+    out: list[Trial] = []
+    n, wall = 0, 0.0
+    known = True
+    for r in runs:
+        n += 1
+        known = known and r.get("wall_s") is not None
+        wall += float(r.get("wall_s") or 0)
+        if r["reproduced"] or n == max_runs:
+            out.append(Trial(n, wall if known else None, bool(r["reproduced"])))
+            n, wall, known = 0, 0.0, True
+    if n:
+        out.append(Trial(n, wall if known else None, False))
+    return out
+
+
+@dataclass(frozen=True)
+class Reproduction:
+    bug: str
+    version: str
+    trials: list[Trial]
+
+    @property
+    def reproduced(self) -> list[Trial]:
+        return [t for t in self.trials if t.reproduced]
+
+    @property
+    def mean_runs(self) -> float | None:
+        done = self.reproduced
+        return sum(t.runs for t in done) / len(done) if done else None
+
+    @property
+    def mean_wall_s(self) -> float | None:
+        walls = [t.wall_s for t in self.reproduced]
+        return None if not walls or None in walls else sum(w or 0 for w in walls) / len(walls)
+
+    @property
+    def under_goal(self) -> bool:
+        """Every trial reproduced, in under GOAL_S on average."""
+        mean = self.mean_wall_s
+        return bool(self.trials) and len(self.reproduced) == len(self.trials) and mean is not None and mean < GOAL_S
+
+
+def reproductions(state: dict[str, Any], ids: Iterable[str] = (), max_runs: int | None = None
+                  ) -> list[Reproduction]:
+    """Each bug's time to first reproduction on its affected version, from the runs a zoo state holds (all its
+    bugs, or `ids`; a bug whose affected side never ran has no trials)."""
+    wanted = list(ids) or sorted(state["bugs"])
+    out = []
+    for bug_id in wanted:
+        side = (state["bugs"].get(bug_id) or {}).get("affected") or {}
+        out.append(Reproduction(bug_id, side.get("version", "?"), trials(side.get("runs") or [], max_runs)))
+    return out
 
 
 def zoo_runner(bugs: list[BugFile], sides: Iterable[Side], console: Any) -> Runner:
