@@ -185,3 +185,49 @@ def test_the_project_table_is_the_one_its_sidecar_and_zoo_files_make(tmp_path: P
     doc.with_suffix(".json").write_text((root / ZOO_DOC.with_suffix(".json")).read_text())
     write_doc(doc, load_zoo(directory=root / BUGS_DIR), {})
     assert doc.read_text() == (root / ZOO_DOC).read_text()
+
+
+def _runs(*shown: bool, wall: float | None = 100.0) -> list[dict[str, Any]]:
+    return [{"reproduced": s, "wall_s": wall} for s in shown]
+
+
+def test_trials_end_at_each_first_reproduction_or_at_the_cap() -> None:
+    from kafka_chaos.harness.zoo import Trial, trials
+
+    runs = _runs(True, False, True, False, False, False)
+    assert trials(runs) == [Trial(1, 100.0, True), Trial(2, 200.0, True), Trial(3, 300.0, False)]
+    assert trials(runs, max_runs=2) == [Trial(1, 100.0, True), Trial(2, 200.0, True), Trial(2, 200.0, False),
+                                        Trial(1, 100.0, False)]
+    assert trials(_runs(False, True, wall=None)) == [Trial(2, None, True)]
+    assert trials([]) == []
+
+
+def test_time_to_first_reproduction_per_bug_and_the_ten_minute_goal() -> None:
+    from kafka_chaos.harness.zoo import reproductions
+
+    state = {"bugs": {
+        "fast": {"affected": {"version": "1", "runs": _runs(True, False, True)}},
+        "slow": {"affected": {"version": "2", "runs": _runs(False, False, False, False, False, False, True)}},
+        "flaky": {"affected": {"version": "3", "runs": _runs(True, False, False)}},
+        "fixed-only": {"fixed": {"version": "4", "runs": _runs(False)}},
+    }}
+    by = {r.bug: r for r in reproductions(state, max_runs=2)}
+    assert (by["fast"].mean_runs, by["fast"].mean_wall_s, by["fast"].under_goal) == (1.5, 150.0, True)
+    assert (len(by["flaky"].reproduced), len(by["flaky"].trials), by["flaky"].under_goal) == (1, 2, False)
+    assert (by["fixed-only"].trials, by["fixed-only"].mean_runs, by["fixed-only"].under_goal) == ([], None, False)
+    (slow,) = reproductions(state, ["slow"])  # no cap: one trial of seven runs, 700 s
+    assert (slow.mean_runs, slow.mean_wall_s, slow.under_goal) == (7.0, 700.0, False)
+    assert [r.bug for r in reproductions(state, ["nope"])] == ["nope"] and not reproductions(state, ["nope"])[0].trials
+
+
+def test_the_bench_prints_the_table_from_a_zoo_json_without_running_anything(tmp_path: Path) -> None:
+    (tmp_path / "zoo").mkdir()
+    state = {"bugs": {"B-1": {"affected": {"version": "3.6.2", "runs": _runs(False, True, wall=61.0)}}}}
+    (tmp_path / "zoo" / "zoo.json").write_text(json.dumps(state))
+    root = Path(__file__).parents[3]
+    proc = subprocess.run([sys.executable, str(root / "bench" / "zoo_reproduction.py"), "--from-results",
+                           str(tmp_path)], capture_output=True, text=True, cwd=root, env={"COLUMNS": "200",
+                           "PYTHONPATH": str(root), "PATH": "", "PYTHONIOENCODING": "utf-8"})
+    assert proc.returncode == 0, proc.stderr
+    (row,) = [line for line in proc.stdout.splitlines() if "B-1" in line]
+    assert [c.strip() for c in row.strip("│ ").split("│")] == ["B-1", "3.6.2", "1/1", "2.0", "122", "yes"]
