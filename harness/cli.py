@@ -350,12 +350,13 @@ def zoo(
 
     if versions not in ("affected", "fixed", "both"):
         raise typer.BadParameter("one of affected, fixed, both", param_hint="--versions")
-    picked = load_zoo(ids or (), bugs)  # every file validated before any container starts
+    every = load_zoo((), bugs)  # every file validated before any container starts; the table lists them all
+    picked = load_zoo(ids or (), bugs)
     sides = tuple(side for side in SIDES if versions in (side, "both"))
     runner = zoo_runner(picked, sides, console)
     with console.status("zoo…") as status:
         state = run_zoo(picked, out=out, attempts=attempts, sides=sides, runner=runner, doc=doc,
-                        progress=lambda m: status.update(m))
+                        catalogue=every, progress=lambda m: status.update(m))
     regressions = []
     for b in picked:
         e = state["bugs"][b.bug.id]

@@ -5,7 +5,8 @@ One TOML file per bug under scenarios/bugs/ says what the bug is (id, title, pub
 and which fixed it, the run that should show it (a scenario table, or a scenario file it starts from, with dotted
 overrides), the symptom the affected version must show, and how many attempts each side gets. `run_zoo` runs each
 side `attempts` times and records, per side, in how many runs the symptom showed and with what; the results go to
-`<out>/zoo/zoo.json` (merged with earlier results of other bugs), `<out>/zoo/index.html` and docs/bug-zoo.md.
+`<out>/zoo/zoo.json` (merged with earlier results of other bugs; each run with its wall time), `<out>/zoo/index.html`
+and docs/bug-zoo.md, whose table keeps every bug's last known result (docs/bug-zoo.json, see `write_doc`).
 
 A symptom is the anomalies that show it (any instance of one of them, whatever its verdict: the verdict says what
 the model thinks of it, the zoo asks whether the shape happened). A bug that does not reproduce stays in the table
@@ -220,32 +221,61 @@ Runner = Callable[[Scenario, Path], tuple[Path, dict[str, Any]]]
 
 
 def run_zoo(bugs: list[BugFile], *, out: Path, attempts: int | None = None, sides: Iterable[Side] = SIDES,
-            runner: Runner, doc: Path | None = None,
+            runner: Runner, doc: Path | None = None, catalogue: list[BugFile] | None = None,
             progress: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
-    """Run each bug's sides `attempts` times (its own budget when None); return and write the zoo's results."""
+    """Run each bug's sides `attempts` times (its own budget when None); return and write the zoo's results.
+
+    The table at `doc` lists every bug of `catalogue` (default: `bugs`), not only those run now: see `write_doc`."""
     zoo_dir = out / "zoo"
-    zoo_dir.mkdir(parents=True, exist_ok=True)
-    state_path = zoo_dir / "zoo.json"
-    state: dict[str, Any] = json.loads(state_path.read_text()) if state_path.exists() else {"bugs": {}}
+    state = load_state(zoo_dir)
     for b in bugs:
-        entry = state["bugs"].setdefault(b.bug.id, {})
-        entry.update(_describe(b))
+        ran: dict[str, dict[str, Any]] = {}
         for side in sides:
             k = attempts or b.bug.attempts
             runs: list[Attempt] = []
             for attempt in range(k):
                 progress(f"{b.bug.id}: {side} ({b.bug.side(side).kafka_version}) attempt {attempt + 1}/{k}")
-                started = time.monotonic()
-                run_dir, results = runner(b.scenario(side, attempt), zoo_dir / b.bug.id)
-                found, verdicts = shown(b.bug.symptom, results, Path(run_dir))
-                runs.append(Attempt(str(run_dir), found, verdicts, len(results.get("violations") or []),
-                                    bool(results.get("complete", True)), round(time.monotonic() - started, 1)))
-            entry[side] = {"version": b.bug.side(side).kafka_version, "attempts": len(runs),
-                           "reproduced": sum(r.reproduced for r in runs),
-                           "runs": [{**r.__dict__, "reproduced": r.reproduced} for r in runs]}
-        state_path.write_text(json.dumps(state, indent=1))  # after each bug: an interrupted zoo keeps its rows
-        write_outputs(state, zoo_dir, doc)
+                runs.append(run_attempt(b, side, attempt, zoo_dir, runner))
+            ran[side] = record(state, b, side, runs)
+        save_state(state, zoo_dir)  # after each bug: an interrupted zoo keeps its rows
+        if doc is not None:
+            write_doc(doc, catalogue or bugs, {b.bug.id: ran})
     return state
+
+
+def run_attempt(b: BugFile, side: Side, attempt: int, zoo_dir: Path, runner: Runner) -> Attempt:
+    """One run of one side of a bug, judged: what of its symptom showed, and its wall time from before the
+    cluster starts until the run is checked."""
+    started = time.monotonic()
+    run_dir, results = runner(b.scenario(side, attempt), zoo_dir / b.bug.id)
+    found, verdicts = shown(b.bug.symptom, results, Path(run_dir))
+    return Attempt(str(run_dir), found, verdicts, len(results.get("violations") or []),
+                   bool(results.get("complete", True)), round(time.monotonic() - started, 1))
+
+
+def record(state: dict[str, Any], b: BugFile, side: Side, runs: list[Attempt]) -> dict[str, Any]:
+    """Put one side's runs into the zoo's state (replacing that side's earlier ones) and return its record: its
+    version, how many of its runs showed the symptom, and each run in the order it ran (with its `wall_s`)."""
+    entry = state["bugs"].setdefault(b.bug.id, {})
+    entry.update(_describe(b))
+    entry[side] = {"version": b.bug.side(side).kafka_version, "attempts": len(runs),
+                   "reproduced": sum(r.reproduced for r in runs),
+                   "runs": [{**r.__dict__, "reproduced": r.reproduced} for r in runs]}
+    return dict(entry[side])
+
+
+def load_state(zoo_dir: Path) -> dict[str, Any]:
+    """`<zoo_dir>/zoo.json` (an empty zoo when there is none yet)."""
+    path = zoo_dir / "zoo.json"
+    state: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {"bugs": {}}
+    return state
+
+
+def save_state(state: dict[str, Any], zoo_dir: Path) -> None:
+    """zoo.json and index.html under `zoo_dir`."""
+    zoo_dir.mkdir(parents=True, exist_ok=True)
+    (zoo_dir / "zoo.json").write_text(json.dumps(state, indent=1))
+    (zoo_dir / "index.html").write_text(index_html(state, zoo_dir))
 
 
 def _describe(b: BugFile) -> dict[str, Any]:
@@ -258,17 +288,25 @@ def _describe(b: BugFile) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------------ outputs
 
 
-def side_cell(entry: dict[str, Any], side: Side) -> str:
-    """One side of a bug as the table says it: `4.0.1: reproduced 3/3 (lost-write ×12)` / `clean 3/3`."""
-    s = entry.get(side)
-    if not s:
-        return "not run"
-    k, r = s["attempts"], s["reproduced"]
-    shapes: dict[str, int] = {}
+def side_summary(s: dict[str, Any]) -> dict[str, Any]:
+    """One side as the docs' sidecar keeps it: version, attempts, reproduced, and the symptom's instances summed
+    over the runs (a zoo.json side, with its runs, or a summary already)."""
+    if "runs" not in s:
+        return s
+    totals: dict[str, int] = {}
     for run in s["runs"]:
         for name, n in run["shown"].items():
-            shapes[name] = shapes.get(name, 0) + n
-    what = ", ".join(f"{n} ×{c}" for n, c in sorted(shapes.items()))
+            totals[name] = totals.get(name, 0) + n
+    return {"version": s["version"], "attempts": s["attempts"], "reproduced": s["reproduced"], "shown": totals}
+
+
+def side_cell(entry: dict[str, Any], side: Side) -> str:
+    """One side of a bug as the table says it: `4.0.1: reproduced 3/3 (lost-write ×12)` / `clean 3/3`."""
+    if not entry.get(side):
+        return "not run"
+    s = side_summary(entry[side])
+    k, r = s["attempts"], s["reproduced"]
+    what = ", ".join(f"{n} ×{c}" for n, c in sorted(s["shown"].items()))
     if side == "affected":
         return f"{s['version']}: reproduced {r}/{k}" + (f" ({what})" if what else "") if r else \
             f"{s['version']}: not reproduced in {k} runs"
@@ -316,11 +354,93 @@ def _relative(run_dir: Path, zoo_dir: Path) -> str:
         return run_dir.resolve().as_uri()
 
 
-def write_outputs(state: dict[str, Any], zoo_dir: Path, doc: Path | None = None) -> None:
-    """zoo/index.html, and the markdown table at `doc` (docs/bug-zoo.md) when given."""
-    (zoo_dir / "index.html").write_text(index_html(state, zoo_dir))
-    if doc is not None:
-        doc.write_text(markdown(state))
+def write_doc(doc: Path, catalogue: list[BugFile], ran: dict[str, dict[str, dict[str, Any]]]) -> dict[str, Any]:
+    """Rewrite the markdown table at `doc` with a row for every bug of `catalogue`, and return what it shows.
+
+    Each side's cell is this run's result when the side ran now (`ran`: bug id → side → its zoo.json record),
+    otherwise the last one known, from the machine-readable sidecar next to the table (docs/bug-zoo.json, which
+    only the zoo writes: the markdown is never parsed back); a bug never run says *not run*."""
+    sidecar = doc.with_suffix(".json")
+    known: dict[str, Any] = json.loads(sidecar.read_text()).get("bugs", {}) if sidecar.exists() else {}
+    for bug_id, sides in ran.items():
+        known.setdefault(bug_id, {}).update({side: side_summary(s) for side, s in sides.items()})
+    sidecar.write_text(json.dumps({"written_by": "kafka-chaos zoo: the last result of each bug's sides, the "
+                                   f"source of {doc.name}", "bugs": dict(sorted(known.items()))}, indent=1) + "\n")
+    table = {"bugs": {b.bug.id: {**_describe(b), **known.get(b.bug.id, {})} for b in catalogue}}
+    doc.write_text(markdown(table))
+    return table
+
+
+# ------------------------------------------------------------------------------------------ time to reproduce
+
+GOAL_S = 600.0
+"""The zoo's goal: every bug it reproduces shows on its affected version within ten minutes of runs."""
+
+
+@dataclass(frozen=True)
+class Trial:
+    runs: int
+    wall_s: float | None
+    """The runs' wall times summed, cluster starts included (None when a run has none recorded)."""
+    reproduced: bool
+
+
+def trials(runs: list[dict[str, Any]], max_runs: int | None = None) -> list[Trial]:
+    """One side's runs, in the order they ran, cut into trials: each ends at the first run that showed the symptom,
+    or after `max_runs` runs without it; runs left at the end without a reproduction are a trial that did not
+    reproduce (yet)."""
+    out: list[Trial] = []
+    n, wall = 0, 0.0
+    known = True
+    for r in runs:
+        n += 1
+        known = known and r.get("wall_s") is not None
+        wall += float(r.get("wall_s") or 0)
+        if r["reproduced"] or n == max_runs:
+            out.append(Trial(n, wall if known else None, bool(r["reproduced"])))
+            n, wall, known = 0, 0.0, True
+    if n:
+        out.append(Trial(n, wall if known else None, False))
+    return out
+
+
+@dataclass(frozen=True)
+class Reproduction:
+    bug: str
+    version: str
+    trials: list[Trial]
+
+    @property
+    def reproduced(self) -> list[Trial]:
+        return [t for t in self.trials if t.reproduced]
+
+    @property
+    def mean_runs(self) -> float | None:
+        done = self.reproduced
+        return sum(t.runs for t in done) / len(done) if done else None
+
+    @property
+    def mean_wall_s(self) -> float | None:
+        walls = [t.wall_s for t in self.reproduced]
+        return None if not walls or None in walls else sum(w or 0 for w in walls) / len(walls)
+
+    @property
+    def under_goal(self) -> bool:
+        """Every trial reproduced, in under GOAL_S on average."""
+        mean = self.mean_wall_s
+        return bool(self.trials) and len(self.reproduced) == len(self.trials) and mean is not None and mean < GOAL_S
+
+
+def reproductions(state: dict[str, Any], ids: Iterable[str] = (), max_runs: int | None = None
+                  ) -> list[Reproduction]:
+    """Each bug's time to first reproduction on its affected version, from the runs a zoo state holds (all its
+    bugs, or `ids`; a bug whose affected side never ran has no trials)."""
+    wanted = list(ids) or sorted(state["bugs"])
+    out = []
+    for bug_id in wanted:
+        side = (state["bugs"].get(bug_id) or {}).get("affected") or {}
+        out.append(Reproduction(bug_id, side.get("version", "?"), trials(side.get("runs") or [], max_runs)))
+    return out
 
 
 def zoo_runner(bugs: list[BugFile], sides: Iterable[Side], console: Any) -> Runner:

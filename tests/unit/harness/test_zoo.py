@@ -13,7 +13,7 @@ import pytest
 
 from kafka_chaos.errors import ScenarioError
 from kafka_chaos.harness.scenario import Scenario
-from kafka_chaos.harness.zoo import BUGS_DIR, load_bug, load_zoo, markdown, run_zoo
+from kafka_chaos.harness.zoo import BUGS_DIR, ZOO_DOC, load_bug, load_zoo, markdown, run_zoo, write_doc
 
 GOOD = """
 id = "X-1"
@@ -110,6 +110,7 @@ def test_a_zoo_run_counts_per_side_and_writes_its_table(tmp_path: Path) -> None:
     assert (e["fixed"]["reproduced"], e["fixed"]["attempts"]) == (0, 2)
     assert e["affected"]["runs"][0]["shown"] == {"lost-write": 2}
     assert e["affected"]["runs"][0]["verdicts"] == {"permitted": 2}
+    assert all(isinstance(r["wall_s"], float) for side in ("affected", "fixed") for r in e[side]["runs"])
     table = doc.read_text()
     assert "| 4.0.1: reproduced 1/2 (lost-write ×2) | 4.3.1: clean 2/2 |" in table
     assert json.loads((tmp_path / "out" / "zoo" / "zoo.json").read_text()) == state
@@ -140,3 +141,93 @@ def test_two_raft_leaders_counts_overlaps_long_enough_and_ends_a_leader_at_its_k
     assert shown(symptom, killed, tmp_path) == ({}, {})  # node 1 died a second after node 2 won
     with pytest.raises(ValueError, match="anomalies, observables, or both"):
         Symptom()
+
+
+def _lost_on_4_0_1(s: Scenario, out: Path) -> tuple[Path, dict[str, Any]]:
+    run_dir = out / s.name
+    run_dir.mkdir(parents=True)
+    lost = [{"key": "k", "verdict": "violation"}] if s.cluster.kafka_version == "4.0.1" else []
+    return run_dir, {"anomalies": {"lost-write": lost}}
+
+
+def test_the_table_keeps_the_last_result_of_bugs_not_run_now_and_says_which_never_ran(tmp_path: Path) -> None:
+    d = _write(tmp_path, GOOD)
+    for i in (2, 3):
+        _write(tmp_path, GOOD.replace('"X-1"', f'"X-{i}"'), f"x{i}.toml")
+    every = load_zoo(directory=d)
+    by_id = {b.bug.id: b for b in every}
+    doc = tmp_path / "docs" / "bug-zoo.md"
+    doc.parent.mkdir()
+    run_zoo([by_id["X-1"]], out=tmp_path / "one", runner=_lost_on_4_0_1, doc=doc, catalogue=every)
+    # another bug, one side only, into a fresh results folder: X-1's row and X-2's fixed side survive
+    run_zoo([by_id["X-2"]], out=tmp_path / "two", runner=_lost_on_4_0_1, doc=doc, catalogue=every,
+            sides=("affected",), attempts=1)
+    run_zoo([by_id["X-2"]], out=tmp_path / "three", runner=_lost_on_4_0_1, doc=doc, catalogue=every,
+            sides=("fixed",), attempts=1)
+    rows = {line.split("]")[0].lstrip("| ["): line for line in doc.read_text().splitlines() if line.startswith("| [")}
+    assert set(rows) == {"X-1", "X-2", "X-3"}
+    assert "| 4.0.1: reproduced 2/2 (lost-write ×2) | 4.3.1: clean 2/2 |" in rows["X-1"]
+    assert "| 4.0.1: reproduced 1/1 (lost-write ×1) | 4.3.1: clean 1/1 |" in rows["X-2"]
+    assert "| not run | not run |" in rows["X-3"]
+    sidecar = json.loads(doc.with_suffix(".json").read_text())["bugs"]
+    assert sidecar["X-1"]["affected"] == {"version": "4.0.1", "attempts": 2, "reproduced": 2,
+                                          "shown": {"lost-write": 2}}
+    assert set(sidecar) == {"X-1", "X-2"}
+    # a table rewritten with nothing run shows the same rows: the sidecar, not the run folders, holds them
+    before = doc.read_text()
+    write_doc(doc, every, {})
+    assert doc.read_text() == before
+
+
+def test_the_project_table_is_the_one_its_sidecar_and_zoo_files_make(tmp_path: Path) -> None:
+    root = Path(__file__).parents[3]
+    doc = tmp_path / "bug-zoo.md"
+    doc.with_suffix(".json").write_text((root / ZOO_DOC.with_suffix(".json")).read_text())
+    write_doc(doc, load_zoo(directory=root / BUGS_DIR), {})
+    assert doc.read_text() == (root / ZOO_DOC).read_text()
+
+
+def _runs(*shown: bool, wall: float | None = 100.0) -> list[dict[str, Any]]:
+    return [{"reproduced": s, "wall_s": wall} for s in shown]
+
+
+def test_trials_end_at_each_first_reproduction_or_at_the_cap() -> None:
+    from kafka_chaos.harness.zoo import Trial, trials
+
+    runs = _runs(True, False, True, False, False, False)
+    assert trials(runs) == [Trial(1, 100.0, True), Trial(2, 200.0, True), Trial(3, 300.0, False)]
+    assert trials(runs, max_runs=2) == [Trial(1, 100.0, True), Trial(2, 200.0, True), Trial(2, 200.0, False),
+                                        Trial(1, 100.0, False)]
+    assert trials(_runs(False, True, wall=None)) == [Trial(2, None, True)]
+    assert trials([]) == []
+
+
+def test_time_to_first_reproduction_per_bug_and_the_ten_minute_goal() -> None:
+    from kafka_chaos.harness.zoo import reproductions
+
+    state = {"bugs": {
+        "fast": {"affected": {"version": "1", "runs": _runs(True, False, True)}},
+        "slow": {"affected": {"version": "2", "runs": _runs(False, False, False, False, False, False, True)}},
+        "flaky": {"affected": {"version": "3", "runs": _runs(True, False, False)}},
+        "fixed-only": {"fixed": {"version": "4", "runs": _runs(False)}},
+    }}
+    by = {r.bug: r for r in reproductions(state, max_runs=2)}
+    assert (by["fast"].mean_runs, by["fast"].mean_wall_s, by["fast"].under_goal) == (1.5, 150.0, True)
+    assert (len(by["flaky"].reproduced), len(by["flaky"].trials), by["flaky"].under_goal) == (1, 2, False)
+    assert (by["fixed-only"].trials, by["fixed-only"].mean_runs, by["fixed-only"].under_goal) == ([], None, False)
+    (slow,) = reproductions(state, ["slow"])  # no cap: one trial of seven runs, 700 s
+    assert (slow.mean_runs, slow.mean_wall_s, slow.under_goal) == (7.0, 700.0, False)
+    assert [r.bug for r in reproductions(state, ["nope"])] == ["nope"] and not reproductions(state, ["nope"])[0].trials
+
+
+def test_the_bench_prints_the_table_from_a_zoo_json_without_running_anything(tmp_path: Path) -> None:
+    (tmp_path / "zoo").mkdir()
+    state = {"bugs": {"B-1": {"affected": {"version": "3.6.2", "runs": _runs(False, True, wall=61.0)}}}}
+    (tmp_path / "zoo" / "zoo.json").write_text(json.dumps(state))
+    root = Path(__file__).parents[3]
+    proc = subprocess.run([sys.executable, str(root / "bench" / "zoo_reproduction.py"), "--from-results",
+                           str(tmp_path)], capture_output=True, text=True, cwd=root, env={"COLUMNS": "200",
+                           "PYTHONPATH": str(root), "PATH": "", "PYTHONIOENCODING": "utf-8"})
+    assert proc.returncode == 0, proc.stderr
+    (row,) = [line for line in proc.stdout.splitlines() if "B-1" in line]
+    assert [c.strip() for c in row.strip("│ ").split("│")] == ["B-1", "3.6.2", "1/1", "2.0", "122", "yes"]
