@@ -22,6 +22,9 @@ TRANSACTION_V2_FROM = (4, 0)
 """KIP-890 part 2: transaction version 2, an epoch bump at every transaction end (EndTxn v5), from Kafka 4.0."""
 ALTER_PARTITION_BROKER_EPOCH_FROM = (3, 5)
 """KIP-903: AlterPartition carries each replica's broker epoch (KAFKA-14617, 3.5.0)."""
+LEADER_EPOCH_CHECKPOINT_UNSYNCED = ((3, 7), (3, 8))
+"""KAFKA-16541: from 3.7.0 (KAFKA-15046, d71d0639d9d) the leader-epoch checkpoint is rewritten without fsync on
+truncation; 3.8.0 fsyncs it again (7c30eed66c4, and 3835515feaf on trunk for 3.9.0). [first affected, first fixed)."""
 
 
 def major_minor(version: Any) -> tuple[int, int] | None:

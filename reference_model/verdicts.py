@@ -32,16 +32,17 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from kafka_chaos import versions
 from kafka_chaos.faults.registry import cutting_off, kinds_of, taking_down, with_effect
 from kafka_chaos.faults.windows import NemesisEvent, faults_from_history
 from kafka_chaos.reference_model.config import RunConfig
+from kafka_chaos.reference_model.disk_faults import DISK_FAULT_KINDS, DiskFaultRule, power_loss_rule
+from kafka_chaos.reference_model.disk_faults import rule_for as disk_rule_for
 from kafka_chaos.reference_model.disk_replace import loss_rule
 from kafka_chaos.reference_model.dns_faults import NAME_FAULT_KINDS
 from kafka_chaos.reference_model.dns_faults import rule_for as name_rule_for
 from kafka_chaos.reference_model.explore import duplicates_possible
 from kafka_chaos.reference_model.matrix import DurabilityPrediction, predict
-from kafka_chaos.reference_model.request_faults import REQUEST_FAULT_KINDS, rule_for
+from kafka_chaos.reference_model.request_faults import REQUEST_FAULT_KINDS, RequestFaultRule, rule_for
 
 __all__ = ["GARBAGE_READ", "FaultSummary", "RunConfig", "Verdict", "judge", "unclean_election_observed"]
 
@@ -108,6 +109,9 @@ class FaultSummary:
     """Per-request faults seen: (kind, API name), e.g. ("request-hold", "EndTxn")."""
     names: frozenset[tuple[str, str | None]] = frozenset()
     """Broker names broken for clients (dns-fail): (mode, the librdkafka the clients ran, None if unrecorded)."""
+    disks: frozenset[tuple[str, str]] = frozenset()
+    """Disk faults seen: (kind, detail), the detail being a power loss's torn mode or a corruption's file class
+    ("" for none), e.g. ("power-loss", "page"), ("corrupt", "segment"), ("slow-disk", "")."""
 
     @property
     def crashed(self) -> bool:
@@ -154,6 +158,7 @@ class FaultSummary:
         tracker = _Tracker()
         requests: set[tuple[str, str]] = set()
         names: set[tuple[str, str | None]] = set()
+        disks: set[tuple[str, str]] = set()
         for _t, is_start, (i, w) in marks:
             value = w.value if isinstance(w.value, Mapping) else {}
             nodes = tuple(int(n) for n in (w.nodes or ()))
@@ -164,9 +169,12 @@ class FaultSummary:
                 if str(w.f) in NAME_FAULT_KINDS:
                     lib = value.get("librdkafka")
                     names.add((str(value.get("mode", "unresolvable")), None if lib is None else str(lib)))
+                if str(w.f) in DISK_FAULT_KINDS:
+                    disks.add((str(w.f), str(value.get("torn") or value.get("files") or "")))
             else:
                 tracker.end_window(i)
-        return dataclasses.replace(tracker.summary(), requests=frozenset(requests), names=frozenset(names))
+        return dataclasses.replace(tracker.summary(), requests=frozenset(requests), names=frozenset(names),
+                                   disks=frozenset(disks))
 
     @classmethod
     def coerce(cls, faults: Any) -> FaultSummary:
@@ -352,47 +360,13 @@ def _loss(cfg: RunConfig, faults: FaultSummary) -> _Loss:
 
 
 def _power_loss_permits(cfg: RunConfig, faults: FaultSummary) -> str | None:
-    """Why a power loss may take committed records under this configuration, or None when it may not.
-
-    Three cases, each from Kafka's code (4.0.1 and 4.3.1):
-    * every replica lost power at once: nothing but the page cache held the tail of the log;
-    * the last in-sync replica lost power while the others were down, ELR off (4.0's default): KRaft never empties
-      the ISR, so the last member stays in it and leads again on return with what its disk kept (the case KIP-966
-      was written for);
-    * the same with ELR on (4.1+): KIP-966 drops a replica that shut down uncleanly from the ISR and the ELR
-      (`PartitionChangeBuilder.maybePopulateTargetElr`, `uncleanShutdownReplicas`), but once both are empty the
-      controller elects the last known leader as soon as it registers again (`canElectLastKnownLeader`,
-      `useLastKnownLeaderInBalancedRecovery = true`), without asking whether it shut down cleanly.
-    One power loss among live replicas takes nothing: the others hold the records and the node re-syncs.
-    """
-    if cfg.flush_every_message or not faults.kinds & POWER_LOSSES:
+    """Why a power loss may take committed records under this configuration, or None when it may not
+    (reference_model.disk_faults.power_loss_rule: every replica at once, or the last in-sync one, KIP-966)."""
+    if not faults.kinds & POWER_LOSSES:
         return None
-    if faults.max_power_lost >= cfg.rf:
-        return (
-            f"every replica (RF={cfg.rf}) lost power at once: Kafka acknowledges a write once the in-sync "
-            "replicas have it in memory, not on disk (log.flush.interval.messages is Long.MAX_VALUE by default: "
-            "durability comes from replication, and the OS writes pages back on its own), so records no replica "
-            "had fsynced are gone after a correlated power loss"
-        )
-    if faults.max_down >= cfg.rf:
-        if cfg.elr:
-            return (
-                "a replica lost power while every other replica was down; ELR on: KIP-966 removes a replica "
-                "that shut down uncleanly from the ISR and the ELR, but once both are empty the controller "
-                "elects the last known leader when it returns (PartitionChangeBuilder.canElectLastKnownLeader, "
-                "useLastKnownLeaderInBalancedRecovery = true: KIP-966's balanced recovery), whether or not it "
-                "lost unflushed data, and the other replicas truncate to its log"
-            )
-        feature = ("eligible.leader.replicas.version=0"
-                   if versions.at_least(cfg.kafka_version, versions.ELR_FEATURE_FROM) or cfg.kafka_version is None
-                   else f"Kafka {cfg.kafka_version} has no ELR feature; it came in 4.0")
-        return (
-            "the last in-sync replica lost power while every other replica was down; ELR off "
-            f"({feature}): KRaft keeps the last member in the ISR, so it leads again on "
-            "return with what its disk kept and the other replicas truncate to it: the hole KIP-966 (Eligible "
-            "Leader Replicas, Motivation) was written to close"
-        )
-    return None
+    rule = power_loss_rule(rf=cfg.rf, max_power_lost=faults.max_power_lost, max_down=faults.max_down, elr=cfg.elr,
+                           kafka_version=cfg.kafka_version, flush_every_message=cfg.flush_every_message)
+    return rule.rule if rule.permits else None
 
 
 def _config_note(known: bool) -> str:
@@ -822,20 +796,34 @@ def judge(
         return _violation(f"no rule of the reference model permits '{anomaly}'")
     verdict = rule(instance, cfg, known, fs)
     if verdict.verdict == "violation":
-        return _request_fault(anomaly, cfg, fs) or _name_fault(anomaly, fs) or verdict
+        return (_request_fault(anomaly, cfg, fs) or _disk_fault(anomaly, cfg, fs) or _name_fault(anomaly, fs)
+                or verdict)
     return verdict
 
 
 def _request_fault(anomaly: str, cfg: RunConfig, faults: FaultSummary) -> Verdict | None:
     """What the per-request faults the run saw let through of an anomaly the general rules call a violation
-    (reference_model.request_faults): a known defect of the version (or client) when one is the reason, else
-    permitted; None when none of them does. What Kafka permits anyway (an aborted record read at
-    read_uncommitted) stays permitted."""
-    for kind, api in sorted(faults.requests):
-        r = rule_for(kind, api, kafka_version=cfg.kafka_version, idempotence=cfg.idempotence,
-                     transactional=cfg.transactional)
+    (reference_model.request_faults). What Kafka permits anyway (an aborted record read at read_uncommitted) stays
+    permitted."""
+    return _first_permitting(anomaly, (
+        (f"{kind} on {api}", rule_for(kind, api, kafka_version=cfg.kafka_version, idempotence=cfg.idempotence,
+                                      transactional=cfg.transactional))
+        for kind, api in sorted(faults.requests)))
+
+
+def _disk_fault(anomaly: str, cfg: RunConfig, faults: FaultSummary) -> Verdict | None:
+    """What the disk faults the run saw let through of an anomaly the general rules call a violation
+    (reference_model.disk_faults). Several power losses at once are the general rules' (_power_loss_permits)."""
+    return _first_permitting(anomaly, (
+        (f"{kind} ({detail})" if detail else kind, disk_rule_for(kind, detail or None, kafka_version=cfg.kafka_version))
+        for kind, detail in sorted(faults.disks)))
+
+
+def _first_permitting(anomaly: str, rules: Iterable[tuple[str, RequestFaultRule | DiskFaultRule]]) -> Verdict | None:
+    """The verdict of the first fault rule that lets ``anomaly`` through, named by where it acted: a known defect
+    of the version (or client) when one is the reason, else permitted; None when none does."""
+    for where, r in rules:
         if anomaly in r.permits:
-            where = f"{kind} on {api}"
             if r.defect:
                 return _known_defect(r.defect, r.fixed_in, f"{where}: {r.rule}")
             return _permitted(f"{where}: {r.rule}")

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from kafka_chaos.harness.run import RunResult
+from kafka_chaos.reference_model.disk_faults import rule_for
 
 from .conftest import VOLATILE_DISK_BASE, nemesis, samples, volatile_disk_scenario
 
@@ -70,6 +71,37 @@ def test_one_broker_loses_power_and_nothing_acknowledged_is_lost(chaos_run, kafk
 
 
 LOSS_ANOMALIES = ("lost-write", "unseen", "inconsistent-offsets", "vanished-read")
+
+
+def test_a_torn_write_at_the_leaders_power_loss_never_reaches_a_reader(chaos_run) -> None:
+    """The leader loses power and the last unsynced write of each of its files keeps a prefix of any length (torn =
+    "byte"): its segments end in a partial batch. The model's rule (reference_model.disk_faults): the tear lies past
+    the recovery point, where log recovery checks every batch's CRC and truncates at the first invalid one, so no
+    reader sees the partial batch and, acks=all with RF=3 and min.insync=2, the other replicas hold every
+    acknowledged record."""
+    s = scenario("torn-write-leader", 20, {"kind": "power-loss", "target": "leader", "at_s": 5, "duration_s": 5,
+                                           "torn": "byte"})
+    s["cluster"] = {**s["cluster"], "kafka_version": "4.3.1"}
+    rule = rule_for("power-loss", "byte", kafka_version="4.3.1")
+    assert rule.permits == frozenset() and rule.defect is None, "the model permits no anomaly for one torn node"
+    result = chaos_run(s)
+    (loss,) = nemesis(result, "power-loss")
+    (victim,) = loss["value"]["nodes"]
+    assert loss["value"]["torn"] == "byte" and loss["value"]["lose"] == "unsynced"
+    torn = loss["value"]["lost"][str(victim)].get("torn_writes", [])
+    # what the disk returned: per file, a prefix of the last unsynced write and never all of it; in the topic's
+    # segments (a batch per write, many bytes long) at least one byte of it, so each ends in a partial batch
+    assert torn and all(0 <= w["kept"] < w["length"] for w in torn), torn
+    topic_segments = [w for w in torn if w["path"].endswith(".log") and not w["path"].startswith("__")]
+    assert topic_segments and all(w["kept"] > 0 for w in topic_segments), [w["path"] for w in torn]
+    r = result.results
+    print(f"torn {[(w['path'], w['kept'], w['length']) for w in topic_segments]}; {loss_summary(result)}; "
+          f"model: {rule.rule}")
+    assert r["complete"], "the final read finished"
+    assert r["anomalies"].get("garbage-read", []) == [], "a read returned bytes of a torn batch"
+    lost = [(name, i) for name in LOSS_ANOMALIES for i in r["anomalies"].get(name, [])]
+    assert not lost, lost[:3]
+    assert r["violations"] == [], r["violations"][:3]
 
 
 @pytest.mark.parametrize("kafka_version", [
