@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"encoding/json"
+	"io"
 	"os"
 	"runtime"
 	"strings"
@@ -71,8 +72,9 @@ type item struct {
 
 // decision: what match decided for one frame, taken by feed when the parser emits it whole.
 type decision struct {
-	act   bool            // the toxic acts on it
-	after []chan struct{} // not acted on, but it completes a release count: it waits for these deliveries
+	act    bool            // the toxic acts on it
+	after  []chan struct{} // not acted on, but it completes a release count: it waits for these deliveries
+	apiKey int16           // a response's: its request's, which the parser cannot read from the response
 }
 
 type connState struct {
@@ -159,7 +161,7 @@ func (t *Toxic) match(st *connState, h *Header) bool {
 		after = t.release()
 	}
 	if act || after != nil {
-		st.decisions = append(st.decisions, decision{act: act, after: after})
+		st.decisions = append(st.decisions, decision{act: act, after: after, apiKey: h.APIKey})
 		return true
 	}
 	return false
@@ -299,6 +301,9 @@ func (t *Toxic) feed(st *connState, c *stream.StreamChunk) {
 			st.queue = append(st.queue, &item{data: p.Data, after: d.after})
 			continue
 		}
+		if t.Frames == "response" {
+			p.Frame.APIKey = d.apiKey // the firing's record names the request it answered
+		}
 		now := time.Now()
 		switch t.Action {
 		case "drop":
@@ -398,6 +403,9 @@ func (t *Toxic) Cleanup(stub *toxics.ToxicStub) {
 
 var logMu sync.Mutex
 
+// firingLog: where firings are written (the container's output, which kafka-chaos reads at the heal).
+var firingLog io.Writer = os.Stdout
+
 // Firing is one line of the toxic's log (stdout, one JSON object a line, beside Toxiproxy's own lines).
 type Firing struct {
 	KafkaToxic    string `json:"kafka_toxic"` // always "fired": what tells these lines from Toxiproxy's
@@ -418,7 +426,7 @@ func (t *Toxic) logFiring(h *Header, from, to time.Time, why string) {
 		from.UnixMilli(), to.UnixMilli(), why})
 	logMu.Lock()
 	defer logMu.Unlock()
-	_, _ = os.Stdout.Write(append(line, '\n'))
+	_, _ = firingLog.Write(append(line, '\n'))
 }
 
 // trackedIDs: the correlation ids of tracked requests whose responses have not passed yet, with their API keys.

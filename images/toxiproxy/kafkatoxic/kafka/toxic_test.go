@@ -2,6 +2,8 @@ package kafka
 
 import (
 	"bytes"
+	"encoding/json"
+	"os"
 	"testing"
 	"time"
 
@@ -98,6 +100,9 @@ func TestDropAndDuplicate(t *testing.T) {
 }
 
 func TestResponsesOfTrackedRequests(t *testing.T) {
+	var log bytes.Buffer
+	firingLog = &log
+	defer func() { firingLog = os.Stdout }()
 	up := start(&Toxic{Proxy: "p1", Frames: "request", Action: "track", APIKeys: []int16{26}})
 	down := start(&Toxic{Proxy: "p1", Frames: "response", Action: "drop"})
 	up.send(bytes.Join([][]byte{request(26, 3, 41, 4), request(3, 12, 42, 4)}, nil))
@@ -107,6 +112,10 @@ func TestResponsesOfTrackedRequests(t *testing.T) {
 	down.send(bytes.Join([][]byte{response(41, 6), response(42, 6)}, nil))
 	if !bytes.Equal(down.next(), response(42, 6)) {
 		t.Fatal("the EndTxn response (correlation id 41) is dropped, the Metadata one passes")
+	}
+	var fired Firing
+	if err := json.Unmarshal(log.Bytes(), &fired); err != nil || fired.APIKey != 26 || fired.CorrelationID != 41 {
+		t.Fatalf("the dropped response's firing names the request it answered (EndTxn, 41): %q", log.String())
 	}
 	down.send(response(41, 6))
 	if !bytes.Equal(down.next(), response(41, 6)) {
