@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"encoding/json"
+	"io"
 	"os"
 	"runtime"
 	"strings"
@@ -409,6 +410,9 @@ func (t *Toxic) Cleanup(stub *toxics.ToxicStub) {
 
 var logMu sync.Mutex
 
+// firingLog: where firings are written (the container's output, which kafka-chaos reads at the heal).
+var firingLog io.Writer = os.Stdout
+
 // Firing is one line of the toxic's log (stdout, one JSON object a line, beside Toxiproxy's own lines).
 type Firing struct {
 	KafkaToxic    string `json:"kafka_toxic"` // always "fired": what tells these lines from Toxiproxy's
@@ -430,7 +434,7 @@ func (t *Toxic) logFiring(h *Header, from, to time.Time, why string) {
 		h.ClientID, from.UnixMilli(), to.UnixMilli(), why})
 	logMu.Lock()
 	defer logMu.Unlock()
-	_, _ = os.Stdout.Write(append(line, '\n'))
+	_, _ = firingLog.Write(append(line, '\n'))
 }
 
 // trackedIDs: the correlation ids of tracked requests whose responses have not passed yet, with their API keys

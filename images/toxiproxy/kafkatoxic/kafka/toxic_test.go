@@ -3,7 +3,6 @@ package kafka
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"os"
 	"testing"
 	"time"
@@ -101,6 +100,9 @@ func TestDropAndDuplicate(t *testing.T) {
 }
 
 func TestResponsesOfTrackedRequests(t *testing.T) {
+	var log bytes.Buffer
+	firingLog = &log
+	defer func() { firingLog = os.Stdout }()
 	up := start(&Toxic{Proxy: "p1", Frames: "request", Action: "track", APIKeys: []int16{26}})
 	down := start(&Toxic{Proxy: "p1", Frames: "response", Action: "drop"})
 	up.send(bytes.Join([][]byte{request(26, 3, 41, 4), request(3, 12, 42, 4)}, nil))
@@ -110,6 +112,10 @@ func TestResponsesOfTrackedRequests(t *testing.T) {
 	down.send(bytes.Join([][]byte{response(41, 6), response(42, 6)}, nil))
 	if !bytes.Equal(down.next(), response(42, 6)) {
 		t.Fatal("the EndTxn response (correlation id 41) is dropped, the Metadata one passes")
+	}
+	var fired Firing
+	if err := json.Unmarshal(log.Bytes(), &fired); err != nil || fired.APIKey != 26 || fired.CorrelationID != 41 {
+		t.Fatalf("the dropped response's firing names the request it answered (EndTxn, 41): %q", log.String())
 	}
 	down.send(response(41, 6))
 	if !bytes.Equal(down.next(), response(41, 6)) {
@@ -234,20 +240,16 @@ func TestResponseFaultOnTheNamedClientsRequests(t *testing.T) {
 
 // logged: the firings the toxic logs while `f` runs (its log is the process's stdout).
 func logged(t *testing.T, f func()) []Firing {
-	read, write, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	saved := os.Stdout
+	var buf bytes.Buffer
 	logMu.Lock()
-	os.Stdout = write
+	saved := firingLog
+	firingLog = &buf
 	logMu.Unlock()
 	f()
 	logMu.Lock()
-	os.Stdout = saved
+	firingLog = saved
+	text := append([]byte(nil), buf.Bytes()...)
 	logMu.Unlock()
-	write.Close()
-	text, _ := io.ReadAll(read)
 	var out []Firing
 	for _, line := range bytes.Split(bytes.TrimSpace(text), []byte("\n")) {
 		var fired Firing
