@@ -42,7 +42,12 @@ from kafka_chaos.reference_model.dns_faults import NAME_FAULT_KINDS
 from kafka_chaos.reference_model.dns_faults import rule_for as name_rule_for
 from kafka_chaos.reference_model.explore import duplicates_possible
 from kafka_chaos.reference_model.matrix import DurabilityPrediction, predict
-from kafka_chaos.reference_model.request_faults import REQUEST_FAULT_KINDS, RequestFaultRule, rule_for
+from kafka_chaos.reference_model.request_faults import (
+    LATE_REQUEST_KINDS,
+    REQUEST_FAULT_KINDS,
+    RequestFaultRule,
+    rule_for,
+)
 
 __all__ = ["GARBAGE_READ", "FaultSummary", "RunConfig", "Verdict", "judge", "unclean_election_observed"]
 
@@ -638,7 +643,18 @@ def _g1a(i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: FaultSummary
     )
 
 
-def _cycle_forced(edges: Any) -> bool:
+REAPPEND = "reappend"
+"""An edge's point at a value's second append (checker.anomalies.cycles owns the edge format; the model reads it
+and does not import the checker)."""
+
+
+def _late_produce_copies(faults: FaultSummary) -> bool:
+    """Whether a request fault could deliver a copy of a Produce after its send completed (a duplicated, delayed
+    or held Produce): then a value's second append may come after its op was acknowledged."""
+    return any(kind in LATE_REQUEST_KINDS and api == "Produce" for kind, api in faults.requests)
+
+
+def _cycle_forced(edges: Any, *, late_copies: bool = False) -> bool:
     """Whether every step of the cycle is forced in time, so no execution of Kafka's log can produce it.
 
     Each edge orders a point of one transaction before a point of the next: `commit`, `invoke`, or a micro-op
@@ -646,12 +662,18 @@ def _cycle_forced(edges: Any) -> bool:
     one point and leaves from another; the chain of "before"s continues only when the arrival certainly
     precedes the departure: it arrives at the invoke, leaves from the commit, arrives and leaves at the same
     micro-op, or arrives at a poll that returned before the micro-op it leaves from was produced. A chain
-    that continues all the way round says a point precedes itself."""
+    that continues all the way round says a point precedes itself.
+
+    A value's second append (`reappend`) normally happens while its send is still retrying, before the op
+    completes; with `late_copies` (a Produce duplicated or held back on the wire) it may land after, so an arrival
+    there orders nothing."""
     if not isinstance(edges, list) or not edges:
         return False
     for k, edge in enumerate(edges):
         nxt = edges[(k + 1) % len(edges)]
         arrive, depart = edge.get("to_point"), nxt.get("from_point")
+        if late_copies and arrive == REAPPEND:
+            return False
         if arrive == "invoke" or depart == "commit":
             continue
         if isinstance(arrive, int) and isinstance(depart, int) and arrive == depart:
@@ -675,7 +697,7 @@ def _g1c(i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: FaultSummary
 
 
 def _cycle(i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: FaultSummary) -> Verdict:
-    if not _cycle_forced(i.get("edges")):
+    if not _cycle_forced(i.get("edges"), late_copies=_late_produce_copies(faults)):
         return _permitted(
             f"no isolation of writes ({KIP_98}): open transactions interleave appends and a partition orders "
             "records by append, not by commit, so this cycle needs no broken promise"

@@ -71,3 +71,16 @@ def test_kafka_17754_is_a_known_defect_for_aborted_reads_and_torn_transactions_o
         assert judge(name, instance, SAFE, NONE).verdict == "violation"
     # a plain send reported failed and read is no transaction's doing
     assert judge("G1a", {"isolation": "read_committed"}, SAFE, slowed).verdict == "violation"
+
+
+def test_a_cycle_through_a_values_second_append_is_forced_only_when_no_late_produce_copy_can_exist() -> None:
+    """A: send v (ok), then B: send w after A completed; w sits between v's two copies. The ww edge B → A arrives
+    at v's second append ("reappend"). A retry's second append precedes A's completion, so the cycle is forced in
+    time; a duplicated Produce can land after A completed, so under request-duplicate it is not."""
+    through_copy = {"edges": [RT, {"kind": "ww", "from_point": 0, "to_point": "reappend"}]}
+    assert v("G0", through_copy) == "violation"
+    duplicated = FaultSummary(requests=frozenset({("request-duplicate", "Produce")}))
+    assert judge("G0", through_copy, SAFE, duplicated).verdict == "permitted"
+    # a fault on another API delivers no late copy of a Produce
+    other = FaultSummary(requests=frozenset({("request-duplicate", "Fetch")}))
+    assert judge("G0", through_copy, SAFE, other).verdict == "violation"
