@@ -80,7 +80,8 @@ def test_bits_flipped_in_a_followers_fsynced_segment_never_reach_a_reader_even_o
     invalid messages in log segment .../00000000000000000000.log at byte offset 0" (CorruptRecordException:
     stored crc differs from computed crc) and LogLoader "Corruption found in segment 0, truncating to offset 0";
     the node refetched the partition from the new leader, rejoined the ISR, and the election made it leader of
-    partition 1 again, at leader epoch 2 from offset 958. Reads of it then returned only what was written."""
+    partition 1 again, at leader epoch 2 from offset 958. Another run's first flip fell at byte 25499: recovery
+    truncated at the batch holding it (byte 25364, offset 198). Reads then returned only what was written."""
     s = scenario("corrupt-follower-segment-then-lead", 28,
                  {"kind": "corrupt", "target": "follower", "at_s": 6, "duration_s": 6, "files": "segment",
                   "bits": 8, "glob": "*/*.log"})
