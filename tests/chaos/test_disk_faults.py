@@ -7,9 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 
-from .conftest import nemesis, sends_invoked_between, volatile_disk_scenario
+from kafka_chaos.rundir import POLLS_FILE
+
+from .conftest import events, nemesis, samples, sends_invoked_between, topic_of, volatile_disk_scenario
 
 pytestmark = [pytest.mark.cluster, pytest.mark.chaos]
 
@@ -61,16 +64,29 @@ def test_a_follower_whose_disk_fails_with_eio_stops_and_nothing_acknowledged_is_
     assert r["violations"] == [], r["violations"][:3]
 
 
-def test_bits_flipped_in_a_followers_fsynced_segment_never_reach_a_reader(chaos_run) -> None:
+def test_bits_flipped_in_a_followers_fsynced_segment_never_reach_a_reader_even_once_it_leads(chaos_run) -> None:
     """The follower is killed, bits flipped inside record batches of its newest segment's fsynced bytes, and it
-    restarts: after an unclean shutdown Kafka's log recovery checks each batch's CRC past the recovery point and
-    truncates at the first bad one, then the follower fetches the rest again. No read returns a value no one
-    wrote and nothing acknowledged is lost. flush.messages=1 makes every append fsynced, so the flips land in
-    the records the workload wrote."""
-    s = scenario("corrupt-follower-segment", 25, {"kind": "corrupt", "target": "follower", "at_s": 6,
-                                                  "duration_s": 6, "files": "segment", "bits": 8,
-                                                  "glob": "*/*.log"})
+    restarts. After an unclean shutdown Kafka's LogLoader.recoverLog recovers every segment from the one holding
+    the checkpointed recovery point on (the newest, active segment always), and LogSegment.recover checks each
+    batch's CRC, stopping at the first bad one: the segment is truncated there and the follower fetches the rest
+    again from the leader. Once no partition is under-replicated a preferred-replica election (KIP-460) hands the
+    partition whose first replica it is back to it, so Kafka then serves reads from the recovered log. No read
+    returns a value no one wrote or a value at an offset where another was read, nothing acknowledged is lost,
+    and no instance is a violation of the model. flush.messages=1 makes every append fsynced, so the flips land
+    in the records the workload wrote.
+
+    What Kafka 4.3.1 did (seed 7): node 3, a follower of partition 0 and the leader of partition 1, had its
+    partition-1 segment hit (8 flips, the first in the first batch's header); on restart LogSegment logged "Found
+    invalid messages in log segment .../00000000000000000000.log at byte offset 0" (CorruptRecordException:
+    stored crc differs from computed crc) and LogLoader "Corruption found in segment 0, truncating to offset 0";
+    the node refetched the partition from the new leader, rejoined the ISR, and the election made it leader of
+    partition 1 again, at leader epoch 2 from offset 958. Another run's first flip fell at byte 25499: recovery
+    truncated at the batch holding it (byte 25364, offset 198). Reads then returned only what was written."""
+    s = scenario("corrupt-follower-segment-then-lead", 28,
+                 {"kind": "corrupt", "target": "follower", "at_s": 6, "duration_s": 6, "files": "segment",
+                  "bits": 8, "glob": "*/*.log"})
     s["topic"] = {**s["topic"], "configs": {"flush.messages": "1"}}
+    s["operations"] = [{"kind": "preferred-election", "at_s": 18}]
     result = chaos_run(s)
     (corrupt,) = nemesis(result, "corrupt")
     (victim,) = corrupt["value"]["nodes"]
@@ -79,8 +95,28 @@ def test_bits_flipped_in_a_followers_fsynced_segment_never_reach_a_reader(chaos_
     assert len(hit["flips"]) == 8 and all(f["offset"] >= 0 and 0 <= f["bit"] < 8 for f in hit["flips"])
     (restart,) = nemesis(result, "corrupt-restart")
     assert restart["value"]["nodes"] == [victim]
+    part = hit["file"].split("/")[0]  # <topic>-<partition>
+    log = (result.run_dir / "logs" / f"node-{victim}.log").read_text(errors="replace")
+    assert any(f"LogLoader partition={part}," in line and "Corruption found in segment" in line
+               for line in log.splitlines()), f"node {victim}'s log recovery did not truncate {hit['file']}"
+    (elected,) = [e for e in events(result) if e["f"] == "preferred-election-done"]
+    assert elected["value"]["done"] is True and not elected.get("error"), elected
+    topic = topic_of(result)
+    led = sorted({s["key"] for s in samples(result) if s["key"].startswith(topic + "/")
+                  and s["time"] > restart["time"] and s["leader"] == victim})
+    preferred = {s["key"] for s in samples(result) if s["key"].startswith(topic + "/") and s["replicas"]
+                 and s["replicas"][0] == victim}
+    assert led, f"node {victim} led no partition after it restarted on its corrupted segment"
+    assert preferred <= set(led), f"the election did not move {sorted(preferred)} to node {victim}: led {led}"
+    served = pq.read_table(result.run_dir / POLLS_FILE, columns=["key", "time"]).to_pylist()
+    assert any(row["key"] in preferred and row["time"] > elected["time"] for row in served), \
+        f"no read of {sorted(preferred)} after node {victim} led it"
     r = result.results
     assert r["complete"], "the final read finished"
+    counts = r["anomaly_counts"]
+    assert counts.get("garbage-read", 0) == 0, r["anomalies"].get("garbage-read", [])[:3]
+    assert counts.get("inconsistent-offsets", 0) == 0, r["anomalies"].get("inconsistent-offsets", [])[:3]
     lost = [i for name in ("lost-write", "unseen") for i in r["anomalies"].get(name, [])]
     assert not lost, lost[:3]
     assert r["violations"] == [], r["violations"][:3]
+    assert all(i["verdict"] != "violation" for insts in r["anomalies"].values() for i in insts)
