@@ -145,6 +145,7 @@ def assert_back_in_the_isr_from_offset_0(rejoined: dict[str, Any]) -> None:
     assert all(log["log_start"] == 0 and (log["log_end"] or 0) > 0 for log in isr["logs"].values()), isr["logs"]
 
 
+@pytest.mark.nightly  # the dynamic-quorum variant (KIP-853); make test runs the default, static, quorum
 def test_a_dynamic_quorum_keeps_a_wiped_controller_an_observer_until_it_is_added_back(chaos_run) -> None:
     """KIP-853 (kraft.version 1): the voters are (id, directory id) pairs. The wiped controller, formatted with
     --no-initial-controllers, has a new directory id, so it starts as an observer; remove-controller with its old

@@ -115,7 +115,9 @@ def duplicate_produce(idempotence: bool) -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize("idempotence", [True, False], ids=["idempotent", "plain"])
+# the contrast without idempotence (duplicates permitted and found) runs nightly: one run per capability in make test
+@pytest.mark.parametrize("idempotence", [True, pytest.param(False, marks=pytest.mark.nightly)],
+                         ids=["idempotent", "plain"])
 def test_a_duplicated_produce_is_written_once_only_under_idempotence(chaos_run: Any, idempotence: bool) -> None:
     """With idempotence the leader recognises the second copy by producer id, epoch and sequence
     (ProducerStateEntry) and answers it with the first one's offset: no value twice. Without it the second copy
