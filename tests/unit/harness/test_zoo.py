@@ -140,3 +140,16 @@ def test_two_raft_leaders_counts_overlaps_long_enough_and_ends_a_leader_at_its_k
     assert shown(symptom, killed, tmp_path) == ({}, {})  # node 1 died a second after node 2 won
     with pytest.raises(ValueError, match="anomalies, observables, or both"):
         Symptom()
+
+
+def test_epoch_checkpoint_unreadable_counts_the_brokers_log_events(tmp_path: Path) -> None:
+    from kafka_chaos.harness.zoo import Symptom, shown
+
+    events = [{"time_s": 44.2, "node": 2, "kind": "epoch-checkpoint-unreadable", "partition": "chaos-1"},
+              {"time_s": 44.3, "node": 2, "kind": "epoch-checkpoint-unreadable", "partition": "chaos-4"},
+              {"time_s": 45.0, "node": 2, "kind": "server-started"}]
+    (tmp_path / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    symptom = Symptom(observables=["epoch-checkpoint-unreadable"])
+    assert shown(symptom, {}, tmp_path) == ({"epoch-checkpoint-unreadable": 2}, {})
+    (tmp_path / "events.jsonl").write_text(json.dumps(events[2]) + "\n")
+    assert shown(symptom, {}, tmp_path) == ({}, {})
