@@ -15,7 +15,9 @@ run started (the history's clock; `t0_unix_ns` is its wall-clock origin, recorde
 - `become-leader`: a broker taking partition leaderships;
 - `not-controller-storm`: a burst of `NotControllerException` answers from one node (requests sent to a
   node that is the Raft leader but whose controller is not active yet), one event per burst;
-- `server-started`: `Kafka Server started`.
+- `server-started`: `Kafka Server started`;
+- `epoch-checkpoint-unreadable`: a partition's leader-epoch-checkpoint that does not parse (a torn or half-written
+  file: `Error while reading checkpoint file`), which takes the log directory offline (KAFKA-16541).
 
 `registration_events(samples)` gives `broker-fenced` / `broker-unfenced` events from the observer's sampled
 registrations (state.jsonl `brokers`, DescribeCluster) for runs whose logs say nothing of fencing (an external
@@ -51,6 +53,8 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("truncation", re.compile(r"Truncating partition (\S+) with TruncationState\(offset=(\d+)")),
     ("become-leader", re.compile(r"Transitioning (\d+) partition\(s\) to local leaders")),
     ("server-started", re.compile(r"Kafka Server started")),
+    ("epoch-checkpoint-unreadable",
+     re.compile(r"Error while reading checkpoint file \S*/([^/\s]+)/leader-epoch-checkpoint")),
 )
 _NOT_CONTROLLER = re.compile(r"NotControllerException")
 _APPEARS = re.compile(r"The active controller appears to be (node \d+|\w+)")
@@ -83,6 +87,8 @@ def _text(kind: str, m: re.Match[str]) -> str | None:
         return None if g[0].startswith("__") else f"{g[0]}: truncated to offset {g[1]}"
     if kind == "become-leader":
         return f"became leader of {g[0]} partition(s)"
+    if kind == "epoch-checkpoint-unreadable":
+        return f"{g[0]}: leader-epoch-checkpoint unreadable"
     return m.group(0)
 
 
@@ -132,7 +138,7 @@ def extract(text: str, node: int | None, t0_unix_ns: int) -> list[dict[str, Any]
                                       "text": described}
                 if kind == "controller-active":
                     ev["epoch"] = int(p.group(1))
-                if kind in ("isr-shrink", "isr-expand", "isr-update", "truncation"):
+                if kind in ("isr-shrink", "isr-expand", "isr-update", "truncation", "epoch-checkpoint-unreadable"):
                     ev["partition"] = p.group(1)
                 out.append(ev)
             break

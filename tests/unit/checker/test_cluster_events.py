@@ -102,3 +102,14 @@ def test_a_leader_that_went_down_leads_no_more() -> None:
     assert overlapping_leaders(events, down={1: [12.0]}) == [
         {"start_s": 10, "end_s": 12.0, "nodes": [1, 2], "epochs": [1, 2]}]
     assert overlapping_leaders(events)[0]["end_s"] is None  # both still leading when the logs end
+
+
+def test_an_unreadable_leader_epoch_checkpoint_names_its_partition() -> None:
+    # LogDirFailureChannel's line when a torn checkpoint does not parse at log load (Kafka 3.7.0)
+    line = ("[2026-11-24 19:24:20,125] ERROR Error while reading checkpoint file "
+            "/var/lib/kafka/data/chaos-3/leader-epoch-checkpoint "
+            "(org.apache.kafka.storage.internals.log.LogDirFailureChannel)")
+    other = line.replace("leader-epoch-checkpoint", "replication-offset-checkpoint")
+    (ev,) = extract("\n".join([line, other]), 2, T0)
+    assert ev["kind"] == "epoch-checkpoint-unreadable" and ev["partition"] == "chaos-3" and ev["node"] == 2
+    assert ev["text"] == "chaos-3: leader-epoch-checkpoint unreadable" and ev["time_s"] == 14.125

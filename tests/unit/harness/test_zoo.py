@@ -231,3 +231,16 @@ def test_the_bench_prints_the_table_from_a_zoo_json_without_running_anything(tmp
     assert proc.returncode == 0, proc.stderr
     (row,) = [line for line in proc.stdout.splitlines() if "B-1" in line]
     assert [c.strip() for c in row.strip("│ ").split("│")] == ["B-1", "3.6.2", "1/1", "2.0", "122", "yes"]
+
+
+def test_epoch_checkpoint_unreadable_counts_the_brokers_log_events(tmp_path: Path) -> None:
+    from kafka_chaos.harness.zoo import Symptom, shown
+
+    events = [{"time_s": 44.2, "node": 2, "kind": "epoch-checkpoint-unreadable", "partition": "chaos-1"},
+              {"time_s": 44.3, "node": 2, "kind": "epoch-checkpoint-unreadable", "partition": "chaos-4"},
+              {"time_s": 45.0, "node": 2, "kind": "server-started"}]
+    (tmp_path / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    symptom = Symptom(observables=["epoch-checkpoint-unreadable"])
+    assert shown(symptom, {}, tmp_path) == ({"epoch-checkpoint-unreadable": 2}, {})
+    (tmp_path / "events.jsonl").write_text(json.dumps(events[2]) + "\n")
+    assert shown(symptom, {}, tmp_path) == ({}, {})
