@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import nemesis, sends_invoked_between, volatile_disk_scenario
+from .conftest import nemesis, samples, sends_invoked_between, topic_of, volatile_disk_scenario
 
 pytestmark = [pytest.mark.cluster, pytest.mark.chaos]
 
@@ -18,9 +18,27 @@ def scenario(name: str, duration_s: float, *faults: dict[str, Any]) -> dict[str,
     return volatile_disk_scenario(name, duration_s, *faults, seed=7)
 
 
+def topic_samples(result: Any) -> list[dict[str, Any]]:
+    """The observer's samples of the run's own partitions, in time order."""
+    topic = topic_of(result)
+    return [s for s in samples(result) if s["key"].startswith(topic + "/")]
+
+
+def led_before(result: Any, node: int, time: int) -> list[str]:
+    """The partitions whose last sample before `time` shows `node` leading them."""
+    last = {s["key"]: s for s in topic_samples(result) if s["time"] < time}
+    return sorted(key for key, s in last.items() if s["leader"] == node)
+
+
 def test_a_slow_disk_on_the_leader_delays_fsyncs_and_loses_nothing_acknowledged(chaos_run) -> None:
     """Kafka acknowledges acks=all once the in-sync replicas have the records in memory (it does not fsync per
-    append), so a leader whose fsyncs take 200 ms more keeps acknowledging, and nothing acknowledged is lost."""
+    append), so a leader whose fsyncs take 200 ms more keeps acknowledging, and nothing acknowledged is lost.
+
+    Nor does the slow disk shrink the ISR, though it stays slow longer than replica.lag.time.max.ms (5 s in the
+    fast timeouts): UnifiedLog.append fsyncs only every flush.messages appends (Long.MAX_VALUE by default), a
+    segment roll's flush runs on the scheduler, and followers fetch from the page cache, so they keep reaching
+    the leader's log end (Partition.isFollowerOutOfSync). The fsyncs the disk delays are the checkpoints' and the
+    metadata log's."""
     s = scenario("slow-disk-leader", 25, {"kind": "slow-disk", "target": "leader", "at_s": 5, "duration_s": 12,
                                           "delay_ms": 200})
     result = chaos_run(s)
@@ -34,6 +52,15 @@ def test_a_slow_disk_on_the_leader_delays_fsyncs_and_loses_nothing_acknowledged(
     assert heal["value"]["started"] == [], "a slow disk does not stop the broker"
     acknowledged = sends_invoked_between(result, slow["time"], heal["time"])
     assert acknowledged, "no send made while the leader's disk was slow was acknowledged"
+    (began,) = nemesis(result, "slow-disk", "invoke")
+    led = led_before(result, victim, began["time"])
+    assert led, f"node {victim} led nothing before its disk was made slow"
+    (healing,) = nemesis(result, "slow-disk-heal", "invoke")
+    while_slow = [s for s in topic_samples(result)
+                  if s["key"] in led and slow["time"] < s["time"] < healing["time"]]
+    assert while_slow, f"the observer sampled none of {led} while node {victim}'s disk was slow"
+    shrunk = [(s["time"], s["key"], s["isr"]) for s in while_slow if sorted(s["isr"] or []) != sorted(s["replicas"])]
+    assert not shrunk, f"the slow leader's ISR shrank: {shrunk[:3]}"
     r = result.results
     assert r["complete"], "the final read finished"
     lost = [i for name in ("lost-write", "unseen") for i in r["anomalies"].get(name, [])]
@@ -43,7 +70,10 @@ def test_a_slow_disk_on_the_leader_delays_fsyncs_and_loses_nothing_acknowledged(
 
 def test_a_follower_whose_disk_fails_with_eio_stops_and_nothing_acknowledged_is_lost(chaos_run) -> None:
     """KIP-112: an I/O error in a log directory takes it offline; a broker whose only log directory (here also
-    the metadata log's) failed halts. Its partitions' other in-sync replicas hold every acknowledged record."""
+    the metadata log's) failed halts. Its partitions' other in-sync replicas hold every acknowledged record.
+
+    The victim follows the first partition and, with one preferred leader per node, leads another: that
+    leadership moves to another node while the disk fails, which then acknowledges sends to that partition."""
     s = scenario("disk-error-follower", 25, {"kind": "disk-error", "target": "follower", "at_s": 5,
                                              "duration_s": 10})
     result = chaos_run(s)
@@ -54,6 +84,16 @@ def test_a_follower_whose_disk_fails_with_eio_stops_and_nothing_acknowledged_is_
     did = heal["value"]["disks"][str(victim)]
     assert did["eio_returned"], f"node {victim} did no I/O on its failing disk: {did}"
     assert heal["value"]["started"] == [victim], "the broker kept running on a failed log directory"
+    (began,) = nemesis(result, "disk-error", "invoke")
+    led = led_before(result, victim, began["time"])
+    assert led, f"node {victim} led nothing before its disk failed: no leadership had to move"
+    (healing,) = nemesis(result, "disk-error-heal", "invoke")
+    for key in led:
+        moved = [s["time"] for s in topic_samples(result) if s["key"] == key
+                 and failing["time"] < s["time"] < healing["time"] and s["leader"] not in (None, victim)]
+        assert moved, f"{key} was not led by another node while node {victim}'s disk failed"
+        assert sends_invoked_between(result, moved[0], healing["time"], key=key), \
+            f"no send to {key} made after its leadership moved was acknowledged before the heal"
     r = result.results
     assert r["complete"], "the final read finished"
     lost = [i for name in ("lost-write", "unseen") for i in r["anomalies"].get(name, [])]
