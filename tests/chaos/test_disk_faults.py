@@ -37,8 +37,7 @@ def test_a_slow_disk_on_the_leader_delays_fsyncs_and_loses_nothing_acknowledged(
     Nor does the slow disk shrink the ISR, though it stays slow longer than replica.lag.time.max.ms (5 s in the
     fast timeouts): UnifiedLog.append fsyncs only every flush.messages appends (Long.MAX_VALUE by default), a
     segment roll's flush runs on the scheduler, and followers fetch from the page cache, so they keep reaching
-    the leader's log end (Partition.isFollowerOutOfSync). The fsyncs the disk delays are the checkpoints' and the
-    metadata log's."""
+    the leader's log end (Partition.isFollowerOutOfSync)."""
     s = scenario("slow-disk-leader", 25, {"kind": "slow-disk", "target": "leader", "at_s": 5, "duration_s": 12,
                                           "delay_ms": 200})
     result = chaos_run(s)
