@@ -34,10 +34,13 @@ def test_a_slow_disk_on_the_leader_delays_fsyncs_and_loses_nothing_acknowledged(
     """Kafka acknowledges acks=all once the in-sync replicas have the records in memory (it does not fsync per
     append), so a leader whose fsyncs take 200 ms more keeps acknowledging, and nothing acknowledged is lost.
 
-    Nor does the slow disk shrink the ISR, though it stays slow longer than replica.lag.time.max.ms (5 s in the
-    fast timeouts): UnifiedLog.append fsyncs only every flush.messages appends (Long.MAX_VALUE by default), a
-    segment roll's flush runs on the scheduler, and followers fetch from the page cache, so they keep reaching
-    the leader's log end (Partition.isFollowerOutOfSync)."""
+    The ISR is not asserted on. The data path does not fsync (UnifiedLog.append fsyncs only every flush.messages
+    appends, Long.MAX_VALUE by default; followers fetch from the page cache), and when the slow leader was not
+    the active controller every replica stayed in the ISR, though the disk stayed slow longer than
+    replica.lag.time.max.ms (5 s in the fast timeouts). When it was (combined nodes: `leader` may pick the KRaft
+    leader), its slow metadata-log fsyncs cost it the quorum (the voters' fetch timeout), its broker's
+    heartbeats kept going to it and the new controller fenced the broker: the ISRs shrank without it and its
+    leadership moved, with nothing acknowledged lost."""
     s = scenario("slow-disk-leader", 25, {"kind": "slow-disk", "target": "leader", "at_s": 5, "duration_s": 12,
                                           "delay_ms": 200})
     result = chaos_run(s)
@@ -51,15 +54,6 @@ def test_a_slow_disk_on_the_leader_delays_fsyncs_and_loses_nothing_acknowledged(
     assert heal["value"]["started"] == [], "a slow disk does not stop the broker"
     acknowledged = sends_invoked_between(result, slow["time"], heal["time"])
     assert acknowledged, "no send made while the leader's disk was slow was acknowledged"
-    (began,) = nemesis(result, "slow-disk", "invoke")
-    led = led_before(result, victim, began["time"])
-    assert led, f"node {victim} led nothing before its disk was made slow"
-    (healing,) = nemesis(result, "slow-disk-heal", "invoke")
-    while_slow = [s for s in topic_samples(result)
-                  if s["key"] in led and slow["time"] < s["time"] < healing["time"]]
-    assert while_slow, f"the observer sampled none of {led} while node {victim}'s disk was slow"
-    shrunk = [(s["time"], s["key"], s["isr"]) for s in while_slow if sorted(s["isr"] or []) != sorted(s["replicas"])]
-    assert not shrunk, f"the slow leader's ISR shrank: {shrunk[:3]}"
     r = result.results
     assert r["complete"], "the final read finished"
     lost = [i for name in ("lost-write", "unseen") for i in r["anomalies"].get(name, [])]
