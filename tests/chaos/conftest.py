@@ -75,13 +75,16 @@ def sends_between(result: RunResult, start: int, end: int, type_: str = "ok") ->
     return sum(1 for e in events(result) if e["f"] == "send" and e["type"] == type_ and start <= e["time"] <= end)
 
 
-def sends_invoked_between(result: RunResult, start: int, end: int, type_: str = "ok") -> list[tuple[int, int]]:
+def sends_invoked_between(result: RunResult, start: int, end: int, type_: str = "ok",
+                          key: str | None = None) -> list[tuple[int, int]]:
     """(invoke, completion) times of the sends invoked after `start` that completed as `type_` before `end` (the
-    run's sends table: each send paired with its invocation). Unlike `sends_between`, a send already in flight at
-    `start` does not count: what it shows is the cluster's answer to writes made after an event, however long the
-    machine took to get there."""
-    rows = pq.read_table(result.run_dir / SENDS_FILE, columns=["type", "invoke_time", "complete_time"]).to_pylist()
+    run's sends table: each send paired with its invocation); with `key`, only the sends to that partition. Unlike
+    `sends_between`, a send already in flight at `start` does not count: what it shows is the cluster's answer to
+    writes made after an event, however long the machine took to get there."""
+    columns = ["key", "type", "invoke_time", "complete_time"]
+    rows = pq.read_table(result.run_dir / SENDS_FILE, columns=columns).to_pylist()
     return sorted((r["invoke_time"], r["complete_time"]) for r in rows if r["type"] == type_
+                  and (key is None or r["key"] == key)
                   and r["complete_time"] is not None and start < r["invoke_time"] and r["complete_time"] < end)
 
 

@@ -21,9 +21,29 @@ def scenario(name: str, duration_s: float, *faults: dict[str, Any]) -> dict[str,
     return volatile_disk_scenario(name, duration_s, *faults, seed=7)
 
 
+def topic_samples(result: Any) -> list[dict[str, Any]]:
+    """The observer's samples of the run's own partitions, in time order."""
+    topic = topic_of(result)
+    return [s for s in samples(result) if s["key"].startswith(topic + "/")]
+
+
+def led_before(result: Any, node: int, time: int) -> list[str]:
+    """The partitions whose last sample before `time` shows `node` leading them."""
+    last = {s["key"]: s for s in topic_samples(result) if s["time"] < time}
+    return sorted(key for key, s in last.items() if s["leader"] == node)
+
+
 def test_a_slow_disk_on_the_leader_delays_fsyncs_and_loses_nothing_acknowledged(chaos_run) -> None:
     """Kafka acknowledges acks=all once the in-sync replicas have the records in memory (it does not fsync per
-    append), so a leader whose fsyncs take 200 ms more keeps acknowledging, and nothing acknowledged is lost."""
+    append), so a leader whose fsyncs take 200 ms more keeps acknowledging, and nothing acknowledged is lost.
+
+    The ISR is not asserted on. The data path does not fsync (UnifiedLog.append fsyncs only every flush.messages
+    appends, Long.MAX_VALUE by default; followers fetch from the page cache), and when the slow leader was not
+    the active controller every replica stayed in the ISR, though the disk stayed slow longer than
+    replica.lag.time.max.ms (5 s in the fast timeouts). When it was (combined nodes: `leader` may pick the KRaft
+    leader), its slow metadata-log fsyncs cost it the quorum (the voters' fetch timeout), its broker's
+    heartbeats kept going to it and the new controller fenced the broker: the ISRs shrank without it and its
+    leadership moved, with nothing acknowledged lost."""
     s = scenario("slow-disk-leader", 25, {"kind": "slow-disk", "target": "leader", "at_s": 5, "duration_s": 12,
                                           "delay_ms": 200})
     result = chaos_run(s)
@@ -46,7 +66,10 @@ def test_a_slow_disk_on_the_leader_delays_fsyncs_and_loses_nothing_acknowledged(
 
 def test_a_follower_whose_disk_fails_with_eio_stops_and_nothing_acknowledged_is_lost(chaos_run) -> None:
     """KIP-112: an I/O error in a log directory takes it offline; a broker whose only log directory (here also
-    the metadata log's) failed halts. Its partitions' other in-sync replicas hold every acknowledged record."""
+    the metadata log's) failed halts. Its partitions' other in-sync replicas hold every acknowledged record.
+
+    The victim follows the first partition and, with one preferred leader per node, leads another: that
+    leadership moves to another node while the disk fails, which then acknowledges sends to that partition."""
     s = scenario("disk-error-follower", 25, {"kind": "disk-error", "target": "follower", "at_s": 5,
                                              "duration_s": 10})
     result = chaos_run(s)
@@ -57,6 +80,16 @@ def test_a_follower_whose_disk_fails_with_eio_stops_and_nothing_acknowledged_is_
     did = heal["value"]["disks"][str(victim)]
     assert did["eio_returned"], f"node {victim} did no I/O on its failing disk: {did}"
     assert heal["value"]["started"] == [victim], "the broker kept running on a failed log directory"
+    (began,) = nemesis(result, "disk-error", "invoke")
+    led = led_before(result, victim, began["time"])
+    assert led, f"node {victim} led nothing before its disk failed: no leadership had to move"
+    (healing,) = nemesis(result, "disk-error-heal", "invoke")
+    for key in led:
+        moved = [s["time"] for s in topic_samples(result) if s["key"] == key
+                 and failing["time"] < s["time"] < healing["time"] and s["leader"] not in (None, victim)]
+        assert moved, f"{key} was not led by another node while node {victim}'s disk failed"
+        assert sends_invoked_between(result, moved[0], healing["time"], key=key), \
+            f"no send to {key} made after its leadership moved was acknowledged before the heal"
     r = result.results
     assert r["complete"], "the final read finished"
     lost = [i for name in ("lost-write", "unseen") for i in r["anomalies"].get(name, [])]
