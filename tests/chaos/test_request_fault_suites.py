@@ -12,8 +12,6 @@ from typing import Any
 import pytest
 
 from kafka_chaos.reference_model.request_faults import rule_for
-from kafka_chaos.report.data import read_cluster_events
-from kafka_chaos.rundir import EVENTS_FILE
 
 from .conftest import events, frame_faults, nemesis, samples, topic_of
 
@@ -75,11 +73,9 @@ def test_a_dropped_alter_partition_response_corrupts_no_isr(chaos_run: Any) -> N
     assert not back_early, back_early
     assert any(victim in isr for t, _, isr in isrs if t > resume["time"]), \
         f"node {victim} never rejoined the ISR after it resumed: the expansion was lost with its answer"
-    # the leader asked the controller for it (the expansion goes through AlterPartition, which the fault hit)
-    topic_partition = f"{topic_of(result)}-0"
-    expansions = [e for e in read_cluster_events(result.run_dir / EVENTS_FILE)
-                  if e["kind"] in ("isr-expand", "isr-update") and str(e.get("text", "")).startswith(topic_partition)]
-    assert expansions, "the leader's log shows no ISR change of the topic"
+    # The ISR is read from the observer's samples, not the leader's log: 4.3.1 does not log every ISR change it
+    # makes through AlterPartition (a run of this suite in make test had the shrink and the rejoin in the samples
+    # and no "ISR updated" line), so a log line is no evidence either way.
 
     r = result.results
     rule = rule_for("response-drop", "AlterPartition", kafka_version=result.scenario.cluster.kafka_version,
