@@ -165,8 +165,10 @@ class _ClientLog(logging.Handler):
         self.lines.append(record.getMessage())
 
 
-@pytest.mark.parametrize("version", [pytest.param(None, id="default"),
-                                     pytest.param("4.0.1", marks=pytest.mark.nightly)])  # a version repeat
+# nightly: the KAFKA-17754 shape by a slowed link, found by luck; make test makes the same shape on purpose, every
+# time, with a held EndTxn (tests/chaos/test_kafka_17754.py)
+@pytest.mark.nightly
+@pytest.mark.parametrize("version", [pytest.param(None, id="default"), pytest.param("4.0.1")])
 def test_kafka_17754_shape_delayed_end_txn_on_the_coordinators_link(chaos_run, version: str | None) -> None:
     """KAFKA-17754's shape: the transaction coordinator's client link slowed twice while commits run, with the
     producers' request timeout (3 s) inside the delays' range so that EndTxn is sent again while its first copy
