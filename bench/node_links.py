@@ -16,6 +16,7 @@ import argparse
 import sys
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -65,24 +66,45 @@ def best(spec: ClusterSpec, seconds: float, rounds: int, producers: int, in_flig
         return max(results)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
+@dataclass(frozen=True)
+class Side:
+    """One cluster of a comparison: its row's label, its shape, and what to do once it is up."""
+
+    label: str
+    spec: ClusterSpec
+    prepare: Callable[[KafkaCluster], object] | None = None
+
+
+def compare(description: str, reference: Side, measured: Side, *, title: str, column: str, ratio: str,
+            target: float, rounds: int = 2) -> None:
+    """The command line every layer-cost bench shares: run the producers on `reference`, then on `measured` (one
+    cluster after the other), print both rows and the throughput ratio measured / reference against `target`."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--seconds", type=float, default=20)
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=rounds)
     parser.add_argument("--producers", type=int, default=2)
     parser.add_argument("--in-flight", type=int, default=64)
     args = parser.parse_args()
     console = Console()
-    direct = best(ClusterSpec(nodes=3), args.seconds, args.rounds, args.producers, args.in_flight)
-    proxied = best(ClusterSpec(nodes=3, link_proxies=True), args.seconds, args.rounds, args.producers,
-                   args.in_flight)
-    table = Table(title="kafka-chaos producers, acks=all, RF 3, min.insync 2, 100 B, unthrottled")
-    for column in ("links between nodes", "acknowledged sends/s", "p99 send latency"):
-        table.add_column(column, justify="right")
-    table.add_row("direct", f"{direct[0]:,.0f}", f"{direct[1]:.1f} ms")
-    table.add_row("through link proxies", f"{proxied[0]:,.0f}", f"{proxied[1]:.1f} ms")
+    rows = []
+    for side in (reference, measured):
+        rate, p99 = best(side.spec, args.seconds, args.rounds, args.producers, args.in_flight, prepare=side.prepare)
+        console.print(f"{side.label}: {rate:,.0f} sends/s, p99 {p99:.1f} ms")
+        rows.append((side.label, rate, p99))
+    table = Table(title=title)
+    for col in (column, "acknowledged sends/s", "p99 send ms"):
+        table.add_column(col, justify="right")
+    for label, rate, p99 in rows:
+        table.add_row(label, f"{rate:,.0f}", f"{p99:.1f}")
     console.print(table)
-    console.print(f"ratio: {proxied[0] / direct[0]:.2f} (target ≥ 0.8)")
+    console.print(f"ratio ({ratio}): {rows[1][1] / rows[0][1]:.2f} (target ≥ {target})")
+
+
+def main() -> None:
+    compare(__doc__.split("\n\n")[0], Side("direct", ClusterSpec(nodes=3)),
+            Side("through link proxies", ClusterSpec(nodes=3, link_proxies=True)),
+            title="kafka-chaos producers, acks=all, RF 3, min.insync 2, 100 B, unthrottled",
+            column="links between nodes", ratio="proxied / direct", target=0.8)
 
 
 if __name__ == "__main__":

@@ -11,18 +11,14 @@ throughput and p99 send latency for both and the ratio (target ≥ 0.8).
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
-
-from rich.console import Console
-from rich.table import Table
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from node_links import best  # noqa: E402  (this folder is on sys.path: run as a script)
+from node_links import Side, compare  # noqa: E402  (this folder is on sys.path: run as a script)
 
 from kafka_chaos.cluster import ClusterSpec, KafkaCluster  # noqa: E402
 from kafka_chaos.faults.kinds import RequestFault  # noqa: E402
@@ -47,24 +43,10 @@ def armed(cluster: KafkaCluster) -> list[RequestFault]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seconds", type=float, default=20)
-    parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--producers", type=int, default=2)
-    parser.add_argument("--in-flight", type=int, default=64)
-    args = parser.parse_args()
-    console = Console()
-    direct = best(ClusterSpec(nodes=3), args.seconds, args.rounds, args.producers, args.in_flight)
-    console.print(f"direct: {direct[0]:,.0f} sends/s, p99 {direct[1]:.1f} ms")
-    proxied = best(ClusterSpec(nodes=3, toxiproxy=True, link_proxies=True), args.seconds, args.rounds,
-                   args.producers, args.in_flight, prepare=armed)
-    table = Table(title="acknowledged sends per second: every link through the kafka toxic vs direct links")
-    for col in ("links", "sends/s", "p99 send ms"):
-        table.add_column(col)
-    table.add_row("direct", f"{direct[0]:,.0f}", f"{direct[1]:.1f}")
-    table.add_row("proxied, kafka toxic armed", f"{proxied[0]:,.0f}", f"{proxied[1]:.1f}")
-    console.print(table)
-    console.print(f"ratio (proxied / direct): {proxied[0] / direct[0]:.2f} (target ≥ 0.8)")
+    compare(__doc__.split("\n\n")[0], Side("direct", ClusterSpec(nodes=3)),
+            Side("proxied, kafka toxic armed", ClusterSpec(nodes=3, toxiproxy=True, link_proxies=True), armed),
+            title="acknowledged sends per second: every link through the kafka toxic vs direct links",
+            column="links", ratio="proxied / direct", target=0.8)
 
 
 if __name__ == "__main__":
