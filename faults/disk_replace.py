@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -132,28 +133,32 @@ class DiskReplaceFault:
         """The operations guide's condition before a controller's new disk is formatted: a majority of the voters
         have no lag (the leader, and followers it has heard from since its election). The table when it held, or
         the last one at the timeout."""
-        peer, tool = self._tool(n)
-        deadline, rows = time.monotonic() + self.timeout_s, []
-        while time.monotonic() < deadline:
-            code, text = peer.run_tool(*tool, "describe", "--replication")
-            rows = replication_rows(text) if code == 0 else []
+        def majority(rows: list[dict[str, str]]) -> bool:
             voters_ = [r for r in rows if r.get("Status") in ("Leader", "Follower")]
             fresh = [r for r in voters_ if r.get("NodeId") != str(n) and r.get("Lag") == "0"
                      and (r.get("Status") == "Leader" or r.get("LastFetchTimestamp") != "-1")]
-            if voters_ and len(fresh) > len(voters_) // 2:
-                return rows, True
-            time.sleep(self.poll_s)
-        return rows, False
+            return bool(voters_) and len(fresh) > len(voters_) // 2
 
-    def _caught_up(self, n: int) -> tuple[Any, bool]:
+        return self._replication_until(n, majority)
+
+    def _caught_up(self, n: int) -> tuple[list[dict[str, str]], bool]:
         """The quorum's replication table once `n` shows as a voter with no lag (or at the timeout)."""
+        def caught_up(rows: list[dict[str, str]]) -> bool:
+            mine = [r for r in rows if r.get("NodeId") == str(n)]
+            return bool(mine) and mine[0].get("Lag") == "0" and mine[0].get("Status") in ("Follower", "Leader")
+
+        return self._replication_until(n, caught_up)
+
+    def _replication_until(self, n: int, holds: Callable[[list[dict[str, str]]], bool]
+                           ) -> tuple[list[dict[str, str]], bool]:
+        """Ask the other controllers for `describe --replication` until its table `holds`: the table and True, or
+        the last table and False at the timeout (recorded, not raised: the heal goes on and the history says)."""
         peer, tool = self._tool(n)
         deadline, rows = time.monotonic() + self.timeout_s, []
         while time.monotonic() < deadline:
             code, text = peer.run_tool(*tool, "describe", "--replication")
             rows = replication_rows(text) if code == 0 else []
-            mine = [r for r in rows if r.get("NodeId") == str(n)]
-            if mine and mine[0].get("Lag") == "0" and mine[0].get("Status") in ("Follower", "Leader"):
+            if holds(rows):
                 return rows, True
             time.sleep(self.poll_s)
         return rows, False
