@@ -854,9 +854,6 @@ def _first_permitting(anomaly: str, rules: Iterable[tuple[str, RequestFaultRule 
 
 def _name_fault(anomaly: str, faults: FaultSummary) -> Verdict | None:
     """What the broken broker names the run saw let through of an anomaly the general rules call a violation
-    (reference_model.dns_faults): only a client's known defect does; None otherwise."""
-    for mode, librdkafka in sorted(faults.names, key=str):
-        r = name_rule_for(mode, librdkafka)
-        if anomaly in r.permits and r.defect:
-            return _known_defect(r.defect, r.fixed_in, f"dns-fail ({mode}): {r.rule}")
-    return None
+    (reference_model.dns_faults, whose rules permit an anomaly only as a client's known defect); None otherwise."""
+    return _first_permitting(anomaly, ((f"dns-fail ({mode})", name_rule_for(mode, librdkafka))
+                                       for mode, librdkafka in sorted(faults.names, key=str)))
