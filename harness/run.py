@@ -41,6 +41,7 @@ from kafka_chaos.history import History
 from kafka_chaos.interrupts import STOPPING
 from kafka_chaos.interrupts import reset as reset_interrupts
 from kafka_chaos.rundir import RunDir
+from kafka_chaos.workloads.drivers import prepare as prepare_client
 from kafka_chaos.workloads.queue import QueueWorkload
 
 
@@ -117,6 +118,7 @@ def run_scenario(
     reset_interrupts()  # a caller that went on after an earlier interrupt: this run waits as long as it should
     _require_operation_images(s)
     console = console or Console(quiet=True)
+    _prepare_client(s, console)
     run_id = new_run_id(s.name, s.seed)
     run = RunDir(Path(out) / run_id)
     while run.path.exists():  # two runs of one scenario and seed in the same second
@@ -183,6 +185,13 @@ def _require_operation_images(s: Scenario) -> None:
         client = docker_client()
         for version in versions:
             require_image(client, kafka_image(version))
+
+
+def _prepare_client(s: Scenario, console: Console) -> None:
+    """The scenario's client installed (first use) or found in its cache before any container starts: a client
+    or version that cannot be had is bad input then, not a failed run."""
+    with console.status(f"client: {s.workload.client} {s.workload.client_version or ''}…") as status:
+        prepare_client(s.workload, lambda what: status.update(what))
 
 
 def _write_resolved(run_dir: Path, s: Scenario, nemesis: Nemesis, run_id: str,
