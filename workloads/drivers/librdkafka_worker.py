@@ -6,6 +6,7 @@ confluent_kafka, because it runs in an environment that has nothing else."""
 from __future__ import annotations
 
 import json
+import logging
 import sys
 import threading
 from typing import Any
@@ -35,22 +36,24 @@ def error_of(err: Any) -> dict[str, Any]:
             "abortable": False}
 
 
-class Logger:
+def stderr_logger() -> logging.Logger:
     """librdkafka's log lines to stderr (the harness forwards them to its client log)."""
-
-    def _log(self, msg: str, *args: Any) -> None:
-        sys.stderr.write((msg % args if args else msg) + "\n")
-        sys.stderr.flush()
-
-    debug = info = warning = error = critical = exception = log = _log
+    logger = logging.getLogger("librdkafka")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    logger.propagate = False
+    return logger
 
 
 class Worker:
     def __init__(self) -> None:
         self.clients: dict[str, Any] = {}
+        self.logger = stderr_logger()
 
     def config(self, given: dict[str, str]) -> dict[str, Any]:
-        return {**given, "logger": Logger()}
+        return {**given, "logger": self.logger}
 
     def create(self, r: dict[str, Any]) -> None:
         kind = Producer if r["kind"] == "producer" else Consumer
