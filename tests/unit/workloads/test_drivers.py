@@ -210,7 +210,7 @@ def test_a_version_pypi_does_not_serve_is_one_paragraph_of_bad_input(monkeypatch
         return subprocess.CompletedProcess(command, 1 if failed else 0, "", "ERROR: No matching distribution "
                                            "found for confluent-kafka==0.0.1" if failed else "")
 
-    monkeypatch.setattr(environment.subprocess, "run", run)
+    monkeypatch.setattr(subprocess, "run", run)
     with pytest.raises(environment.ClientUnavailable) as raised:
         drivers.prepare(WorkloadConfig(client_version="0.0.1"), said.append)
     message = str(raised.value)
