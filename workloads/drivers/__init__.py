@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kafka_chaos.workloads.drivers.environment import ClientUnavailable, Progress, confluent_kafka_python
-from kafka_chaos.workloads.drivers.remote import OutOfProcessDriver, WorkerProcess
+from kafka_chaos.workloads.drivers.remote import NOT_PASSED, OutOfProcessDriver, WorkerProcess
 
 if TYPE_CHECKING:
     from kafka_chaos.workloads.config import WorkloadConfig
@@ -198,14 +198,14 @@ def prepare(config: WorkloadConfig, progress: Progress | None = None) -> None:
 
 
 def _sample_configs(config: WorkloadConfig) -> list[dict[str, Any]]:
-    """The settings the scenario's workload gives its clients (with a stand-in address)."""
+    """The settings the scenario's workload gives its clients (with a stand-in address), as a worker gets them."""
     from kafka_chaos.workloads.consumer import ConsumerSettings
     from kafka_chaos.workloads.producer import ProducerSettings
 
     consumer = ConsumerSettings("localhost:9092", "t", 1, mode=config.consumer_mode).client_config()
     producer = ProducerSettings("localhost:9092", "t", 1, acks=config.acks, idempotence=config.idempotence,
                                 retries=config.retries).client_config()
-    return [consumer, producer]
+    return [{k: v for k, v in conf.items() if k not in NOT_PASSED} for conf in (consumer, producer)]
 
 
 def workers_of(process: int) -> list[WorkerProcess]:

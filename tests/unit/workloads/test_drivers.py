@@ -236,3 +236,30 @@ def test_client_pause_needs_clients_of_an_out_of_process_client() -> None:
 
     (planned,) = plan(s.faults, s.duration_s, s.seed)
     assert planned.params == {"clients": [0]}
+
+
+def test_a_setting_the_client_lacks_is_bad_input_and_the_harness_objects_never_reach_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    given: list[dict[str, Any]] = []
+
+    def settings(conf: dict[str, Any]) -> dict[str, Any]:
+        given.append(conf)
+        if "enable.partition.eof" in conf:
+            raise ValueError("enable.partition.eof has no Java equivalent")
+        return conf
+
+    monkeypatch.setattr(drivers, "client_kind", lambda client: drivers.ClientKind(lambda v, p: ["true"], settings))
+    monkeypatch.setattr(drivers, "java_available", lambda: True)
+    with pytest.raises(environment.ClientUnavailable, match=r"enable\.partition\.eof") as raised:
+        drivers.prepare(WorkloadConfig(client="java", client_version="4.1.0"))
+    assert raised.value.exit_code == 2
+    assert given and all("logger" not in conf for conf in given)
+
+
+def test_the_client_is_a_campaign_axis_and_named_in_the_report_header() -> None:
+    from kafka_chaos.report.view import client_label
+
+    s = parse_scenario({"name": "t"}).with_overrides(**{"workload.client_version": "2.6.1"})
+    assert (s.workload.client, s.workload.client_version) == ("librdkafka", "2.6.1")
+    assert client_label(s.workload.model_dump()) == "client librdkafka 2.6.1"
+    assert client_label(parse_scenario({"name": "t"}).workload.model_dump()) == "client librdkafka (in process)"
