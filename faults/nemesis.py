@@ -18,6 +18,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kafka_chaos.cluster.links import LinkFaults
+from kafka_chaos.faults.client_pause import ClientPause
 from kafka_chaos.faults.disk_replace import DiskReplaceFault
 from kafka_chaos.faults.kinds import (
     HEAL_NAMES,
@@ -105,6 +106,8 @@ class Nemesis:
             return DiskFull(self.cluster, float(p.params.get("free_mb", 0.0)))
         if info.family == "disk":
             return DiskFault(p.kind, self.cluster, p.params)
+        if info.family == "client-process":
+            return ClientPause(p.params, stop=self._stop)
         if info.family == "client-name":
             if not hasattr(self.cluster, "break_host_name"):
                 raise RuntimeError(f"{p.kind} needs a cluster kafka-chaos starts (cluster.host_names)")
@@ -153,7 +156,8 @@ class Nemesis:
             brokers_only = (p.kind in NODE_FAULTS or on_client_links or KINDS[p.kind].brokers_only
                             or (p.kind in (*NODE_LINK_FAULTS, *REQUEST_FAULTS)
                                 and p.params.get("links") == "replication"))
-            nodes = self._resolve_live(p, brokers_only)
+            # a client fault touches no node
+            nodes = [] if KINDS[p.kind].family == "client-process" else self._resolve_live(p, brokers_only)
             self.fired[i] = nodes
             fault = self._fault(p)
             value = fault.start(nodes)

@@ -15,11 +15,14 @@ FaultKind = Literal["kill", "power-loss", "disk-full", "stop", "pause", "partiti
                     "reset_peer", "link-down", "link-latency", "link-bandwidth", "link-timeout", "link-reset",
                     "link-slicer", "link-cut", "link-flap", "request-delay", "response-delay", "request-hold",
                     "request-drop", "response-drop", "request-duplicate", "slow-disk", "disk-error", "corrupt",
-                    "disk-replace", "dns-fail"]
-Family = Literal["process", "network", "client-link", "node-link", "request", "operation", "disk", "client-name"]
+                    "disk-replace", "dns-fail", "client-pause"]
+Family = Literal["process", "network", "client-link", "node-link", "request", "operation", "disk", "client-name",
+                 "client-process"]
 """`disk`: the node's disk misbehaves while the node runs (cluster.volatile_disk's faults); the node is not taken
 down by the fault itself, though Kafka may stop a broker whose only log directory fails.
-`client-name`: what clients resolve a broker's name to (cluster.host_names); nothing between nodes changes."""
+`client-name`: what clients resolve a broker's name to (cluster.host_names); nothing between nodes changes.
+`client-process`: the workload's own client processes (out-of-process clients, workloads.drivers); no node is
+touched."""
 Need = Literal["toxiproxy", "volatile-disks", "sized-disks", "link-proxies", "host-names"]
 NodeEffect = Literal["crash", "power-loss", "disk-full", "stop", "freeze", "corrupt", "disk-replace"]
 """What a process kind does to its node: SIGKILL; SIGKILL and the unsynced writes lost; writes failing; a clean
@@ -172,6 +175,10 @@ KINDS: dict[str, FaultKindInfo] = {
                       "operator would (a dynamic quorum's controller with --no-initial-controllers, then removed "
                       "and added back as a voter: KIP-853) and started with the same node id", "#b5cf6b",
                       frozenset({"volatile-disks"}), restarts=True, effect="disk-replace"),
+        # the workload's client processes (workloads.drivers: out-of-process clients, one worker per process)
+        FaultKindInfo("client-pause", "client-resume", "client-process",
+                      "the client worker(s) of the chosen history processes (clients = [process ids]) frozen with "
+                      "SIGSTOP, as a long GC pause or a stopped application; SIGCONT at the heal", "#fdae6b"),
     )
 }
 assert set(KINDS) == set(get_args(FaultKind)), "FaultKind and KINDS must name the same kinds"

@@ -59,7 +59,8 @@ class FaultSpec(_Strict):
     release_after_count: int = Field(1, ge=1, description="request-hold: how many release_after frames release it")
     clients: list[int] = Field(default_factory=list, description=(
         "request faults on client links: only the requests (or their responses) of these history processes' "
-        "clients, by the client.id each workload client carries (workloads.clients); empty: every client's"))
+        "clients, by the client.id each workload client carries (workloads.clients); empty: every client's. "
+        "client-pause: the processes whose client workers are frozen"))
     # disk faults on the volatile disk (cluster.volatile_disk)
     delay_ms: int = Field(100, ge=0, description="slow-disk: ms added to every fsync")
     ops: list[DiskOp] = Field(default_factory=lambda: list(ALL_DISK_OPS), min_length=1,
@@ -158,6 +159,8 @@ def _link_params(kind: str, spec: FaultSpec | FaultGenerator, jitter_ms: int = 0
         return {"files": spec.files, "bits": spec.bits, "glob": spec.glob}
     if kind == "dns-fail":
         return {"mode": spec.mode}
+    if KINDS[kind].family == "client-process":
+        return {"clients": list(getattr(spec, "clients", []))}
     if kind == "power-loss" and spec.torn:
         return {"torn": spec.torn, "glob": spec.glob}
     if "sized-disks" in KINDS[kind].needs:

@@ -223,7 +223,8 @@ def _config_line(s: Scenario) -> str:
             + (f" + {s.cluster.controllers} controllers" if s.cluster.controllers else "")
             + f", RF={s.topic.replication_factor}, min.insync={s.topic.min_insync_replicas}, "
               f"acks={s.workload.acks}, idempotence={s.workload.idempotence}, "
-              f"unclean={s.topic.unclean_leader_election}")
+              f"unclean={s.topic.unclean_leader_election}, "
+              f"client={s.workload.client} {s.workload.client_version or '(in process)'}")
 
 
 def _pending(r: PlannedRun) -> dict[str, Any]:

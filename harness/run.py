@@ -41,6 +41,8 @@ from kafka_chaos.history import History
 from kafka_chaos.interrupts import STOPPING
 from kafka_chaos.interrupts import reset as reset_interrupts
 from kafka_chaos.rundir import RunDir
+from kafka_chaos.workloads.drivers import IN_PROCESS
+from kafka_chaos.workloads.drivers import prepare as prepare_client
 from kafka_chaos.workloads.queue import QueueWorkload
 
 
@@ -117,6 +119,7 @@ def run_scenario(
     reset_interrupts()  # a caller that went on after an earlier interrupt: this run waits as long as it should
     _require_operation_images(s)
     console = console or Console(quiet=True)
+    _prepare_client(s, console)
     run_id = new_run_id(s.name, s.seed)
     run = RunDir(Path(out) / run_id)
     while run.path.exists():  # two runs of one scenario and seed in the same second
@@ -140,7 +143,7 @@ def run_scenario(
             history = stack.enter_context(History(run.history, on_line=tables.feed))
             # clock_unix_ns: the history clock's wall-clock origin, to place the nodes' log lines (events.jsonl)
             history.record("harness", "info", "run-start",
-                           {**resolved, "clock_unix_ns": time.time_ns() - history.now()})
+                           {**resolved, "clock_unix_ns": time.time_ns() - history.now(), "client": _client(s)})
             cluster: KafkaCluster | ExternalCluster
             if spec.bootstrap_servers:  # someone else's cluster: connect, start nothing, stop nothing
                 cluster = stack.enter_context(ExternalCluster(spec.bootstrap_servers, spec.control))
@@ -183,6 +186,20 @@ def _require_operation_images(s: Scenario) -> None:
         client = docker_client()
         for version in versions:
             require_image(client, kafka_image(version))
+
+
+def _client(s: Scenario) -> dict[str, Any]:
+    """The client the workload runs, as the history records it (the in-process one's version is the installed
+    librdkafka's: the scenario does not name it)."""
+    pinned = s.workload.client_version
+    return {"client": s.workload.client, "version": pinned or IN_PROCESS.version, "in_process": pinned is None}
+
+
+def _prepare_client(s: Scenario, console: Console) -> None:
+    """The scenario's client installed (first use) or found in its cache before any container starts: a client
+    or version that cannot be had is bad input then, not a failed run."""
+    with console.status(f"client: {s.workload.client} {s.workload.client_version or ''}…") as status:
+        prepare_client(s.workload, lambda what: status.update(what))
 
 
 def _write_resolved(run_dir: Path, s: Scenario, nemesis: Nemesis, run_id: str,

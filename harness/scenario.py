@@ -24,6 +24,7 @@ from kafka_chaos.faults.registry import KINDS
 from kafka_chaos.faults.schedule import FaultsConfig
 from kafka_chaos.workloads.clients import starting_clients
 from kafka_chaos.workloads.config import CLIENT_TIMEOUT_PROFILES, WorkloadConfig
+from kafka_chaos.workloads.drivers import out_of_process
 
 
 class Strict(BaseModel):
@@ -201,8 +202,9 @@ class Scenario(Strict):
         """Request faults (faults.kinds.RequestFault) act through proxies: the client proxies (cluster.toxiproxy)
         unless `links` names links between nodes (cluster.link_proxies). Each named API must exist and be one
         the chosen links can carry; `clients` must name processes of the workload that own clients."""
+        self._fits_client_faults()
         for i, spec in enumerate(self.faults.schedule):
-            if spec.clients and KINDS[spec.kind].family != "request":
+            if spec.clients and KINDS[spec.kind].family not in ("request", "client-process"):
                 request_kinds = ", ".join(k for k, info in KINDS.items() if info.family == "request")
                 raise ValueError(f"faults.schedule[{i}] ({spec.kind}): clients = {spec.clients} picks the Kafka "
                                  f"requests of those processes' clients, which only request faults ({request_kinds}) "
@@ -250,6 +252,28 @@ class Scenario(Strict):
                                      " (only nodes send it, to controllers): set links = \"controller\" or "
                                      '"quorum" with cluster.link_proxies = true')
             self._fits_clients(what, getattr(f, "clients", []), on_node_links)
+
+    def _fits_client_faults(self) -> None:
+        """client-pause freezes the worker processes of chosen client processes: it needs `clients`, processes
+        that own a client, and clients that run in worker processes of their own (workloads.drivers)."""
+        gen = self.faults.generator
+        pauses = sorted(k for k in (gen.kinds if gen else []) if KINDS[k].family == "client-process")
+        if pauses:
+            raise ValueError(f"faults.generator: {', '.join(pauses)} freezes chosen client processes, which a "
+                             "generator cannot name (it has no clients): give it in [[faults.schedule]] with "
+                             "clients = [process ids]")
+        for i, f in enumerate(self.faults.schedule):
+            if KINDS[f.kind].family != "client-process":
+                continue
+            what = f"faults.schedule[{i}] ({f.kind})"
+            if not f.clients:
+                raise ValueError(f"{what} needs clients = [process ids], the history processes whose client "
+                                 "workers it freezes (e.g. clients = [0] for the queue workload's first consumer)")
+            if not out_of_process(self.workload):
+                raise ValueError(f"{what} freezes a client's own process, and the workload's clients run inside "
+                                 "kafka-chaos (the installed confluent-kafka): set [workload] client_version (e.g. "
+                                 '"2.6.1", run in worker processes of its own) or client = "java"')
+            self._fits_clients(what, f.clients, False)
 
     def _fits_clients(self, what: str, clients: list[int], on_node_links: bool) -> None:
         """`clients` selects client processes' requests by client id (workloads.clients): only on client links,

@@ -34,6 +34,8 @@ from typing import Any, Literal
 
 from kafka_chaos.faults.registry import cutting_off, kinds_of, taking_down, with_effect
 from kafka_chaos.faults.windows import NemesisEvent, faults_from_history
+from kafka_chaos.reference_model.client_faults import CLIENT_FAULT_KINDS
+from kafka_chaos.reference_model.client_faults import rule_for as client_rule_for
 from kafka_chaos.reference_model.config import RunConfig
 from kafka_chaos.reference_model.disk_faults import DISK_FAULT_KINDS, DiskFaultRule, power_loss_rule
 from kafka_chaos.reference_model.disk_faults import rule_for as disk_rule_for
@@ -114,6 +116,8 @@ class FaultSummary:
     """Per-request faults seen: (kind, API name), e.g. ("request-hold", "EndTxn")."""
     names: frozenset[tuple[str, str | None]] = frozenset()
     """Broker names broken for clients (dns-fail): (mode, the librdkafka the clients ran, None if unrecorded)."""
+    clients: frozenset[tuple[str, str | None, str | None]] = frozenset()
+    """Client faults seen (client-pause): (kind, the client, its version), None where unrecorded."""
     disks: frozenset[tuple[str, str]] = frozenset()
     """Disk faults seen: (kind, detail), the detail being a power loss's torn mode or a corruption's file class
     ("" for none), e.g. ("power-loss", "page"), ("corrupt", "segment"), ("slow-disk", "")."""
@@ -164,6 +168,7 @@ class FaultSummary:
         requests: set[tuple[str, str]] = set()
         names: set[tuple[str, str | None]] = set()
         disks: set[tuple[str, str]] = set()
+        clients: set[tuple[str, str | None, str | None]] = set()
         for _t, is_start, (i, w) in marks:
             value = w.value if isinstance(w.value, Mapping) else {}
             nodes = tuple(int(n) for n in (w.nodes or ()))
@@ -174,12 +179,16 @@ class FaultSummary:
                 if str(w.f) in NAME_FAULT_KINDS:
                     lib = value.get("librdkafka")
                     names.add((str(value.get("mode", "unresolvable")), None if lib is None else str(lib)))
+                if str(w.f) in CLIENT_FAULT_KINDS:
+                    client, version = value.get("client"), value.get("version")
+                    clients.add((str(w.f), None if client is None else str(client),
+                                 None if version is None else str(version)))
                 if str(w.f) in DISK_FAULT_KINDS:
                     disks.add((str(w.f), str(value.get("torn") or value.get("files") or "")))
             else:
                 tracker.end_window(i)
         return dataclasses.replace(tracker.summary(), requests=frozenset(requests), names=frozenset(names),
-                                   disks=frozenset(disks))
+                                   disks=frozenset(disks), clients=frozenset(clients))
 
     @classmethod
     def coerce(cls, faults: Any) -> FaultSummary:
@@ -819,7 +828,7 @@ def judge(
     verdict = rule(instance, cfg, known, fs)
     if verdict.verdict == "violation":
         return (_request_fault(anomaly, cfg, fs) or _disk_fault(anomaly, cfg, fs) or _name_fault(anomaly, fs)
-                or verdict)
+                or _client_fault(anomaly, fs) or verdict)
     return verdict
 
 
@@ -857,3 +866,11 @@ def _name_fault(anomaly: str, faults: FaultSummary) -> Verdict | None:
     (reference_model.dns_faults, whose rules permit an anomaly only as a client's known defect); None otherwise."""
     return _first_permitting(anomaly, ((f"dns-fail ({mode})", name_rule_for(mode, librdkafka))
                                        for mode, librdkafka in sorted(faults.names, key=str)))
+
+
+def _client_fault(anomaly: str, faults: FaultSummary) -> Verdict | None:
+    """What the frozen client processes the run saw let through of an anomaly the general rules call a violation
+    (reference_model.client_faults: per client and version); None otherwise."""
+    return _first_permitting(anomaly, ((f"{kind} ({client or 'client'} {version or ''})".replace(" )", ")"),
+                                        client_rule_for(kind, client, version))
+                                       for kind, client, version in sorted(faults.clients, key=str)))

@@ -43,6 +43,13 @@ def elr_label(cfg: dict[str, Any]) -> str:
     return f"ELR {on_off(run.elr)} (Kafka {run.kafka_version}'s default)"
 
 
+def client_label(workload: dict[str, Any]) -> str:
+    """The client the workload ran (workloads.drivers): a pinned release in worker processes, or the
+    confluent-kafka installed with kafka-chaos, in process."""
+    client, version = workload.get("client", "librdkafka"), workload.get("client_version")
+    return f"client {client} {version}" if version else f"client {client} (in process)"
+
+
 def config_line(data: RunData) -> str:
     """The resolved scenario (harness.scenario.Scenario's fields) in one line."""
     cfg = data.config
@@ -60,6 +67,7 @@ def config_line(data: RunData) -> str:
         f"idempotence {on_off(workload.get('idempotence'))}",
         f"unclean {on_off(topic.get('unclean_leader_election'))}",
         elr_label(cfg),
+        client_label(workload),
     ]
     if cluster.get("racks"):
         parts.append(f"racks {', '.join(map(str, cluster['racks']))}")

@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from kafka_chaos.workloads.drivers import check_client
+
 # `[cluster] timeouts = "kafka-defaults"`: the client's own defaults (librdkafka CONFIGURATION.md: request.timeout.ms
 # 30 s, message.timeout.ms alias delivery.timeout.ms 300 s) instead of the fast profile's 5 s / 15 s, unless the
 # scenario's [workload] sets them. The fast ones let a stalled send fail within a short chaos run.
@@ -36,6 +38,11 @@ class WorkloadConfig(BaseModel):
     poll_max_records: int = Field(500, ge=1)
     drain_timeout_s: float = Field(60, gt=0)
     client_rack: str | None = Field(None, description="consumers' client.rack: fetch from the closest replica")
+    client: str = Field("librdkafka", description="the client library the workload's clients run: librdkafka "
+                        "(confluent-kafka) or java (the Apache Kafka Java client) (workloads.drivers)")
+    client_version: str | None = Field(None, description="the client's release, run in worker processes of its own "
+                                       "(a confluent-kafka release from PyPI, a Java client from Maven Central); "
+                                       "unset: the confluent-kafka installed with kafka-chaos, in process")
     # --- kind = "txn": the transactional workload (workloads.txn); ignored by the queue workload ---
     kind: Literal["queue", "txn"] = Field("queue", description="queue (default) or txn (workloads.txn)")
     txn_keys: int = Field(2, ge=1, le=64, description="txn: distinct keys (partitions) written per transaction")
@@ -53,6 +60,15 @@ class WorkloadConfig(BaseModel):
     @classmethod
     def _acks_text(cls, v: Any) -> Any:
         return str(v) if isinstance(v, int) else v
+
+    @model_validator(mode="after")
+    def _known_client(self) -> WorkloadConfig:
+        check_client(self.client, self.client_version)
+        if self.client_rack and (self.client != "librdkafka" or self.client_version is not None):
+            raise ValueError("client_rack records each consumer's fetch source from librdkafka's statistics, "
+                             "which only the in-process client hands over: remove client_rack, or "
+                             "client/client_version")
+        return self
 
     @model_validator(mode="after")
     def _idempotence_needs_acks_all(self) -> WorkloadConfig:

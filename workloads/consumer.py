@@ -26,6 +26,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 from kafka_chaos.cluster.logs import client_logger
 from kafka_chaos.interrupts import join
 from kafka_chaos.workloads.clients import client_id
+from kafka_chaos.workloads.drivers import IN_PROCESS, Driver
 from kafka_chaos.workloads.recorder import Recorder, parse_payload
 
 
@@ -121,8 +122,9 @@ class ConsumerWorkload:
 
     thread_name = "consumer"
 
-    def __init__(self, settings: ConsumerSettings, recorder: Recorder) -> None:
+    def __init__(self, settings: ConsumerSettings, recorder: Recorder, driver: Driver = IN_PROCESS) -> None:
         self.settings = settings
+        self.driver = driver
         self.recorder = recorder
         self.process = recorder.new_process()  # before any thread runs: a scenario can name it (workloads.clients)
         self.stop_event = threading.Event()
@@ -148,14 +150,17 @@ class ConsumerWorkload:
         if self.settings.client_rack:
             config |= {"statistics.interval.ms": FETCH_STATS_INTERVAL_MS,
                        "stats_cb": fetch_sources_recorder(self.recorder, process, self.settings.topic)}
-        consumer = Consumer(config)
+        consumer = self.driver.consumer(config, process)
         try:
             self.start_reading(consumer, process)
             while not self.stop_event.is_set():
                 poll_once(consumer, process, self.recorder, self.settings)
                 self.polls += 1
         finally:
-            consumer.close()
+            try:
+                consumer.close()
+            finally:
+                self.driver.release(process)
 
 
 def end_offsets(consumer: Consumer, settings: ConsumerSettings, deadline: float) -> dict[int, int] | None:
@@ -173,13 +178,14 @@ def end_offsets(consumer: Consumer, settings: ConsumerSettings, deadline: float)
     return None
 
 
-def final_drain(settings: ConsumerSettings, recorder: Recorder, timeout_s: float) -> bool:
+def final_drain(settings: ConsumerSettings, recorder: Recorder, timeout_s: float,
+                driver: Driver = IN_PROCESS) -> bool:
     """Assign every key, seek to the beginning, read up to the end offsets (as of the start of the drain),
     retrying until done or `timeout_s`. Returns whether every partition was read to its end."""
     deadline = time.monotonic() + timeout_s
     drain_settings = ConsumerSettings(**{**settings.__dict__, "mode": "assign"})
     process = recorder.new_process()
-    consumer = Consumer({**drain_settings.client_config(), "client.id": client_id("drain", process)})
+    consumer = driver.consumer({**drain_settings.client_config(), "client.id": client_id("drain", process)}, process)
     try:
         ends = end_offsets(consumer, drain_settings, deadline)
         if ends is None:
@@ -197,4 +203,7 @@ def final_drain(settings: ConsumerSettings, recorder: Recorder, timeout_s: float
         recorder.record(process, "info", "poll", [["poll"]], error=[KafkaError.__name__, str(err)])
         return False
     finally:
-        consumer.close()
+        try:
+            consumer.close()
+        finally:
+            driver.release(process)

@@ -20,11 +20,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import KafkaError, Message, Producer
+from confluent_kafka import KafkaError, Message
 
 from kafka_chaos.cluster.logs import client_logger
 from kafka_chaos.interrupts import join
 from kafka_chaos.workloads.clients import client_id
+from kafka_chaos.workloads.drivers import IN_PROCESS, Driver
 from kafka_chaos.workloads.recorder import Recorder, payload
 
 # Rejected by the broker or client before any append could happen, whatever the retries.
@@ -87,8 +88,10 @@ def classify(err: KafkaError, retries: int | None) -> str:
 
 
 class ProducerWorkload:
-    def __init__(self, settings: ProducerSettings, recorder: Recorder, values: Iterator[int], seed: int) -> None:
+    def __init__(self, settings: ProducerSettings, recorder: Recorder, values: Iterator[int], seed: int,
+                 driver: Driver = IN_PROCESS) -> None:
         self.settings = settings
+        self.driver = driver
         self.recorder = recorder
         self.values = values
         self.rng = random.Random(seed)
@@ -118,7 +121,8 @@ class ProducerWorkload:
     def _run(self) -> None:
         s = self.settings
         # one client for all of the thread's processes: named by the first (workloads.clients)
-        producer = Producer({**s.client_config(), "client.id": client_id("producer", self._first[0])})
+        producer = self.driver.producer({**s.client_config(), "client.id": client_id("producer", self._first[0])},
+                                        self._first[0])
         idle: list[int] = list(self._first)
         interval = 1.0 / s.rate if s.rate > 0 else 0.0
         next_send = time.monotonic()
@@ -164,4 +168,7 @@ class ProducerWorkload:
             wait = max(0.0, min(0.05, next_send - time.monotonic())) if interval else 0.005
             producer.poll(wait if idle or interval else 0.05)
         # Let outstanding sends finish; whatever is still unanswered stays an open invoke (unknown outcome).
-        producer.flush(getattr(self, "_flush_timeout_s", 20))
+        try:
+            producer.flush(getattr(self, "_flush_timeout_s", 20))
+        finally:
+            self.driver.release(self._first[0])

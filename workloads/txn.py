@@ -38,6 +38,7 @@ from kafka_chaos.interrupts import join
 from kafka_chaos.workloads.clients import client_id
 from kafka_chaos.workloads.config import WorkloadConfig
 from kafka_chaos.workloads.consumer import ConsumerSettings, ConsumerWorkload, end_offsets, poll_once, start_reading
+from kafka_chaos.workloads.drivers import IN_PROCESS, Driver, make_driver
 from kafka_chaos.workloads.recorder import Recorder, parse_payload, payload
 
 if TYPE_CHECKING:  # types only: workloads never import the harness at run time
@@ -118,9 +119,10 @@ class TxnProducerThread:
     single-threaded)."""
 
     def __init__(self, ctx_bootstrap: str, topic: str, partitions: int, config: WorkloadConfig, recorder: Recorder,
-                 values: Iterator[int], thread: int, seed: int) -> None:
+                 values: Iterator[int], thread: int, seed: int, driver: Driver = IN_PROCESS) -> None:
         self.bootstrap, self.topic, self.partitions = ctx_bootstrap, topic, partitions
         self.config, self.recorder, self.values, self.thread = config, recorder, values, thread
+        self.driver = driver
         self.rng = random.Random(seed)
         self.stop_event = threading.Event()
         self.counts = {"ok": 0, "fail": 0, "info": 0}
@@ -139,7 +141,7 @@ class TxnProducerThread:
     def _producer(self, process: int) -> Producer:
         c = self.config
         socket_timeout = {"socket.timeout.ms": c.txn_socket_timeout_ms} if c.txn_socket_timeout_ms else {}
-        return Producer({
+        producer: Producer = self.driver.producer({
             **socket_timeout,
             "bootstrap.servers": self.bootstrap,
             "transactional.id": transactional_id(self.topic, self.thread),
@@ -153,10 +155,11 @@ class TxnProducerThread:
             "topic.metadata.refresh.interval.ms": 1000,
             "client.id": client_id("txn", process),
             "logger": client_logger(),
-        })
+        }, process)
+        return producer
 
     def _consumer(self, process: int) -> Consumer:
-        consumer = Consumer({
+        consumer: Consumer = self.driver.consumer({
             "bootstrap.servers": self.bootstrap,
             "group.id": f"kafka-chaos-txn-{self.topic}-{self.thread}",
             "isolation.level": "read_committed",
@@ -166,7 +169,7 @@ class TxnProducerThread:
             "topic.metadata.refresh.interval.ms": 1000,
             "client.id": client_id("txn-consumer", process),
             "logger": client_logger(),
-        })
+        }, process)
         consumer.assign([TopicPartition(self.topic, p) for p in range(self.partitions)])
         return consumer
 
@@ -182,6 +185,7 @@ class TxnProducerThread:
                 consumer = self._consumer(process) if self.config.txn_mixed_share > 0 else None
             except KafkaException as err:  # no op of this process was invoked: just try a new one
                 self.recorder.record(process, "info", "crash", None, error=_error(err))
+                self.driver.release(process)
                 self.stop_event.wait(1.0)
                 continue
             try:
@@ -199,6 +203,7 @@ class TxnProducerThread:
                         consumer.close()
                 with contextlib.suppress(KafkaException):  # a fenced producer may raise its fatal error here
                     producer.flush(0)
+                self.driver.release(process)
 
     def _reread(self, consumer: Consumer, process: int) -> Consumer | None:
         """After an aborted transaction that polled: a new consumer, which starts at the offsets the group
@@ -311,10 +316,10 @@ class IsolatedConsumer(ConsumerWorkload):
     """A standalone reader at one isolation level: every partition from the beginning, no group."""
 
     def __init__(self, bootstrap: str, topic: str, partitions: int, isolation: str, recorder: Recorder,
-                 max_records: int) -> None:
+                 max_records: int, driver: Driver = IN_PROCESS) -> None:
         self.isolation = isolation
         self.thread_name = f"consumer-{isolation}"
-        super().__init__(ConsumerSettings(bootstrap, topic, partitions, max_records=max_records), recorder)
+        super().__init__(ConsumerSettings(bootstrap, topic, partitions, max_records=max_records), recorder, driver)
 
     def client_config(self) -> dict[str, Any]:
         return {**self.settings.client_config(), "isolation.level": self.isolation,
@@ -328,14 +333,15 @@ class IsolatedConsumer(ConsumerWorkload):
         self.recorder.record(process, "ok", "assign", value)
 
 
-def txn_final_drain(settings: ConsumerSettings, recorder: Recorder, timeout_s: float) -> bool:
+def txn_final_drain(settings: ConsumerSettings, recorder: Recorder, timeout_s: float,
+                    driver: Driver = IN_PROCESS) -> bool:
     """The final drain at read_committed: like consumers.final_drain, but progress is the consumer's position,
     not the last record read + 1: a transactional partition ends with a commit or abort marker (a control
     record no consumer returns) and may end with aborted records a read_committed reader skips."""
     deadline = time.monotonic() + timeout_s
     process = recorder.new_process()
-    consumer = Consumer({**settings.client_config(), "isolation.level": "read_committed",
-                         "client.id": client_id("drain", process)})
+    consumer = driver.consumer({**settings.client_config(), "isolation.level": "read_committed",
+                                "client.id": client_id("drain", process)}, process)
     try:
         ends = end_offsets(consumer, settings, deadline)
         if ends is None:
@@ -354,7 +360,10 @@ def txn_final_drain(settings: ConsumerSettings, recorder: Recorder, timeout_s: f
         recorder.record(process, "info", "poll", [["poll"]], error=_error(err))
         return False
     finally:
-        consumer.close()
+        try:
+            consumer.close()
+        finally:
+            driver.release(process)
 
 
 class TxnWorkload:
@@ -366,17 +375,20 @@ class TxnWorkload:
         self.producers: list[TxnProducerThread] = []
         self.consumers: list[IsolatedConsumer] = []
         self._drain: ConsumerSettings | None = None
+        self.driver: Driver = IN_PROCESS
 
     def start(self, ctx: RunContext) -> None:
         w, partitions = self.config, ctx.scenario.topic.partitions
         bootstrap = ctx.cluster.bootstrap_servers()
         self._drain = ConsumerSettings(bootstrap, ctx.topic, partitions, max_records=w.poll_max_records)
         values = itertools.count()  # run-wide unique values
+        self.driver = make_driver(w)
         self.producers = [TxnProducerThread(bootstrap, ctx.topic, partitions, w, ctx.history, values, i,
-                                            seed=ctx.scenario.seed * 1000 + i) for i in range(w.producers)]
+                                            seed=ctx.scenario.seed * 1000 + i, driver=self.driver)
+                          for i in range(w.producers)]
         if w.consumers > 0:
             self.consumers = [IsolatedConsumer(bootstrap, ctx.topic, partitions, iso, ctx.history,
-                                               w.poll_max_records) for iso in w.txn_isolation]
+                                               w.poll_max_records, self.driver) for iso in w.txn_isolation]
         for consumer in self.consumers:
             consumer.start()
         for producer in self.producers:
@@ -388,11 +400,20 @@ class TxnWorkload:
         return f"txns ok {counts['ok']} fail {counts['fail']} info {counts['info']} · polls {polls}"
 
     def stop(self, ctx: RunContext, *, interrupted: bool) -> None:
-        for producer in self.producers:
-            producer.stop()
-        for consumer in self.consumers:
-            consumer.stop()
+        self.driver.thaw()
+        try:
+            for producer in self.producers:
+                producer.stop()
+            for consumer in self.consumers:
+                consumer.stop()
+        finally:
+            if interrupted:  # no final read follows
+                self.driver.close()
 
     def final_read(self, ctx: RunContext) -> dict[str, Any] | None:
         assert self._drain is not None, "final_read before start"
-        return {"complete": txn_final_drain(self._drain, ctx.history, timeout_s=self.config.drain_timeout_s)}
+        try:
+            return {"complete": txn_final_drain(self._drain, ctx.history, timeout_s=self.config.drain_timeout_s,
+                                                driver=self.driver)}
+        finally:
+            self.driver.close()

@@ -1,0 +1,265 @@
+"""The out-of-process client driver against a fake worker (the protocol client), the librdkafka worker script
+run by this interpreter (no broker: only what needs none), and the client choice's validation."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+from typing import Any
+
+import confluent_kafka
+import pytest
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
+
+from kafka_chaos.errors import ScenarioError
+from kafka_chaos.faults.client_pause import ClientPause
+from kafka_chaos.harness.scenario import parse_scenario
+from kafka_chaos.workloads import drivers
+from kafka_chaos.workloads.config import WorkloadConfig
+from kafka_chaos.workloads.drivers import environment
+from kafka_chaos.workloads.drivers.remote import OutOfProcessDriver
+
+FAKE_WORKER = textwrap.dedent('''
+    import json, sys
+    def out(o):
+        sys.stdout.write(json.dumps(o) + "\\n"); sys.stdout.flush()
+    out({"event": "ready", "client": "fake", "version": "9.9.9"})
+    configs = {}
+    for line in sys.stdin:
+        r = json.loads(line)
+        op, h = r["op"], r.get("handle")
+        if op == "exit":
+            out({"id": r["id"], "ok": None}); break
+        if op == "create":
+            configs[h] = r["config"]; out({"id": r["id"], "ok": None})
+        elif op == "produce":
+            if r["partition"] == 7:
+                out({"id": r["id"], "error": {"name": "_QUEUE_FULL", "message": "full"}}); continue
+            out({"id": r["id"], "ok": None})
+            if r["partition"] == 9:
+                out({"event": "delivery", "handle": h, "tag": r["tag"], "error": {"name": "NOT_ENOUGH_REPLICAS",
+                     "message": "nope", "retriable": True, "fatal": False, "abortable": False}})
+            else:
+                out({"event": "delivery", "handle": h, "tag": r["tag"], "offset": 100 + r["tag"]})
+        elif op == "commit_transaction":
+            out({"id": r["id"], "error": {"name": "INVALID_PRODUCER_EPOCH", "message": "bumped", "retriable": False,
+                 "fatal": False, "abortable": True}})
+        elif op == "consume":
+            out({"id": r["id"], "ok": [["t", 1, 5, "v\\u00ff"]]})
+        elif op == "config":
+            out({"id": r["id"], "ok": configs[h]})
+        elif op == "flush":
+            out({"id": r["id"], "ok": 0})
+        elif op == "crash":
+            sys.exit(3)
+        else:
+            out({"id": r["id"], "ok": None})
+''')
+
+
+@pytest.fixture
+def fake(tmp_path: Path) -> Any:
+    script = tmp_path / "worker.py"
+    script.write_text(FAKE_WORKER)
+    driver = OutOfProcessDriver("fake", "9.9.9", [sys.executable, "-u", str(script)])
+    yield driver
+    driver.close()
+
+
+def test_deliveries_run_their_callbacks_on_the_polling_thread_with_the_workers_outcome(fake: Any) -> None:
+    producer = fake.producer({"bootstrap.servers": "x", "enable.idempotence": True, "logger": object()}, 3)
+    seen: list[tuple[Any, Any, Any, str]] = []
+
+    def on_delivery(err: KafkaError | None, msg: Any) -> None:
+        seen.append((err, msg.offset(), msg.value(), threading.current_thread().name))
+
+    producer.produce("t", value=b"a\xff", partition=0, on_delivery=on_delivery)
+    producer.produce("t", value=b"b", partition=9, on_delivery=on_delivery)
+    assert producer.flush(5) == 0
+    ok, failed = seen
+    assert ok[:3] == (None, 100, b"a\xff") and ok[3] == threading.current_thread().name
+    assert failed[0].code() == KafkaError.NOT_ENOUGH_REPLICAS and failed[0].retriable() and failed[1] is None
+    # the logger (a Python object) stays in the harness; booleans go as librdkafka spells them
+    assert fake.workers_of(3)[0].call("config", handle=producer.handle) == {"bootstrap.servers": "x",
+                                                                             "enable.idempotence": "true"}
+
+
+def test_errors_are_raised_as_confluent_kafka_raises_them(fake: Any) -> None:
+    producer = fake.producer({}, 1)
+    with pytest.raises(BufferError):
+        producer.produce("t", value=b"x", partition=7)
+    with pytest.raises(KafkaException) as raised:
+        producer.commit_transaction(5)
+    err = raised.value.args[0]
+    assert err.code() == KafkaError.INVALID_PRODUCER_EPOCH and err.txn_requires_abort() and not err.fatal()
+
+
+def test_a_consumer_reads_records_as_messages_and_shares_the_producers_worker(fake: Any) -> None:
+    producer, consumer = fake.producer({}, 2), fake.consumer({}, 2)
+    assert consumer.worker is producer.worker  # one worker per history process
+    (msg,) = consumer.consume(10, timeout=0.1)
+    assert (msg.topic(), msg.partition(), msg.offset(), msg.value(), msg.error()) == ("t", 1, 5, b"v\xff", None)
+    metadata = consumer.consumer_group_metadata()
+    producer.send_offsets_to_transaction([TopicPartition("t", 1, 6)], metadata, 5)
+
+
+def test_a_worker_that_exited_fails_every_call_with_a_transport_error(fake: Any) -> None:
+    producer = fake.producer({}, 4)
+    with pytest.raises(KafkaException) as raised:
+        producer.worker.call("crash")
+    assert raised.value.args[0].code() == KafkaError._TRANSPORT
+    with pytest.raises(KafkaException):
+        producer.poll(0)
+
+
+def test_a_frozen_worker_answers_only_after_it_is_thawed(fake: Any) -> None:
+    consumer = fake.consumer({}, 5)
+    worker = consumer.worker
+    worker.freeze()
+    got: list[Any] = []
+    call = threading.Thread(target=lambda: got.append(consumer.consume(1, timeout=0.0)))
+    call.start()
+    call.join(1.0)
+    assert call.is_alive() and not got  # a stopped process cannot have answered
+    worker.thaw()
+    call.join(30)
+    assert len(got) == 1 and got[0][0].offset() == 5
+
+
+def test_release_ends_the_worker_and_close_kills_the_rest(fake: Any) -> None:
+    a, b = fake.producer({}, 10).worker, fake.producer({}, 11).worker
+    b.freeze()
+    fake.release(10)
+    assert a.proc.poll() == 0 and fake.workers_of(10) == []
+    fake.close()
+    assert b.proc.poll() is not None  # a frozen worker is killed too
+    with pytest.raises(KafkaException):
+        fake.producer({}, 12)
+
+
+def test_client_pause_freezes_the_chosen_processes_workers_and_records_the_client(fake: Any) -> None:
+    worker = fake.consumer({}, 0).worker
+    drivers.ACTIVE.append(fake)
+    try:
+        pause = ClientPause({"clients": [0]})
+        value = pause.start([])
+        assert worker.frozen and value["client"] == "fake" and value["version"] == "9.9.9"
+        assert value["pids"] == {"0": [worker.pid]} and value["nodes"] == []
+        assert pause.heal([])["pids"] == [worker.pid] and not worker.frozen
+        with pytest.raises(ValueError, match="no client worker"):
+            _no_worker()
+    finally:
+        drivers.ACTIVE.remove(fake)
+
+
+def _no_worker() -> None:
+    stop = threading.Event()
+    stop.set()  # no waiting for a worker that will never come
+    ClientPause({"clients": [42]}, stop=stop).start([])
+
+
+def test_the_librdkafka_worker_script_speaks_the_protocol() -> None:
+    driver = OutOfProcessDriver("librdkafka", "installed", [sys.executable, "-u", str(drivers.WORKER_SCRIPT)])
+    try:
+        producer = driver.producer({"bootstrap.servers": "127.0.0.1:1", "message.timeout.ms": 500}, 0)
+        assert producer.worker.version == confluent_kafka.libversion()[0]
+        errors: list[KafkaError] = []
+        producer.produce("t", value=b"x", partition=0, on_delivery=lambda err, msg: errors.append(err))
+        producer.flush(30)
+        assert [e.code() for e in errors] == [KafkaError._MSG_TIMED_OUT]
+        consumer = driver.consumer({"bootstrap.servers": "127.0.0.1:1", "group.id": "g"}, 0)
+        consumer.assign([TopicPartition("t", 0, confluent_kafka.OFFSET_BEGINNING), TopicPartition("t", 1)])
+        assert sorted((tp.topic, tp.partition) for tp in consumer.assignment()) == [("t", 0), ("t", 1)]
+        consumer.close()
+    finally:
+        driver.close()
+
+
+# --- the scenario's client choice ---------------------------------------------------------------------------
+
+def test_an_unknown_client_or_a_version_that_is_no_release_is_bad_input() -> None:
+    with pytest.raises(ScenarioError, match="not a client kafka-chaos drives"):
+        parse_scenario({"name": "t", "workload": {"client": "kafkajs"}})
+    with pytest.raises(ScenarioError, match="not a release version"):
+        parse_scenario({"name": "t", "workload": {"client_version": "latest please"}})
+    assert not drivers.out_of_process(WorkloadConfig())
+    assert drivers.out_of_process(WorkloadConfig(client_version="2.6.1"))
+
+
+def test_java_is_accepted_only_with_its_driver_and_a_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(drivers, "java_available", lambda: False)
+    with pytest.raises(ScenarioError, match="no Java client driver"):
+        parse_scenario({"name": "t", "workload": {"client": "java", "client_version": "4.1.0"}})
+    monkeypatch.setattr(drivers, "java_available", lambda: True)
+    with pytest.raises(ScenarioError, match="needs client_version"):
+        parse_scenario({"name": "t", "workload": {"client": "java"}})
+    assert parse_scenario({"name": "t", "workload": {"client": "java", "client_version": "4.1.0"}}).workload.client \
+        == "java"
+
+
+def test_a_version_pypi_does_not_serve_is_one_paragraph_of_bad_input(monkeypatch: pytest.MonkeyPatch,
+                                                                    tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    said: list[str] = []
+
+    def run(command: list[str], **kw: Any) -> subprocess.CompletedProcess[str]:
+        failed = "pip" in command
+        return subprocess.CompletedProcess(command, 1 if failed else 0, "", "ERROR: No matching distribution "
+                                           "found for confluent-kafka==0.0.1" if failed else "")
+
+    monkeypatch.setattr(subprocess, "run", run)
+    with pytest.raises(environment.ClientUnavailable) as raised:
+        drivers.prepare(WorkloadConfig(client_version="0.0.1"), said.append)
+    message = str(raised.value)
+    assert raised.value.exit_code == 2 and "\n" not in message
+    assert "0.0.1" in message and "No matching distribution" in message
+    assert any("installing" in s for s in said)
+    assert not (tmp_path / "kafka-chaos" / "clients" / "confluent-kafka-0.0.1").exists()  # nothing half-installed
+
+
+def test_client_pause_needs_clients_of_an_out_of_process_client() -> None:
+    pause = {"kind": "client-pause", "at_s": 1, "duration_s": 5, "clients": [0]}
+    with pytest.raises(ScenarioError, match="client_version"):
+        parse_scenario({"name": "t", "faults": {"schedule": [pause]}})
+    pinned = {"client_version": "2.6.1"}
+    with pytest.raises(ScenarioError, match="needs clients"):
+        parse_scenario({"name": "t", "workload": pinned, "faults": {"schedule": [{**pause, "clients": []}]}})
+    with pytest.raises(ScenarioError, match="own no client"):
+        parse_scenario({"name": "t", "workload": pinned, "faults": {"schedule": [{**pause, "clients": [99]}]}})
+    with pytest.raises(ScenarioError, match="generator"):
+        parse_scenario({"name": "t", "workload": pinned, "faults": {"generator": {"kinds": ["client-pause"]}}})
+    s = parse_scenario({"name": "t", "workload": pinned, "faults": {"schedule": [pause]}})
+    from kafka_chaos.faults.schedule import plan
+
+    (planned,) = plan(s.faults, s.duration_s, s.seed)
+    assert planned.params == {"clients": [0]}
+
+
+def test_a_setting_the_client_lacks_is_bad_input_and_the_harness_objects_never_reach_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    given: list[dict[str, Any]] = []
+
+    def settings(conf: dict[str, Any]) -> dict[str, Any]:
+        given.append(conf)
+        if "enable.partition.eof" in conf:
+            raise ValueError("enable.partition.eof has no Java equivalent")
+        return conf
+
+    monkeypatch.setattr(drivers, "client_kind", lambda client: drivers.ClientKind(lambda v, p: ["true"], settings))
+    monkeypatch.setattr(drivers, "java_available", lambda: True)
+    with pytest.raises(environment.ClientUnavailable, match=r"enable\.partition\.eof") as raised:
+        drivers.prepare(WorkloadConfig(client="java", client_version="4.1.0"))
+    assert raised.value.exit_code == 2
+    assert given and all("logger" not in conf for conf in given)
+
+
+def test_the_client_is_a_campaign_axis_and_named_in_the_report_header() -> None:
+    from kafka_chaos.report.view import client_label
+
+    s = parse_scenario({"name": "t"}).with_overrides(**{"workload.client_version": "2.6.1"})
+    assert (s.workload.client, s.workload.client_version) == ("librdkafka", "2.6.1")
+    assert client_label(s.workload.model_dump()) == "client librdkafka 2.6.1"
+    assert client_label(parse_scenario({"name": "t"}).workload.model_dump()) == "client librdkafka (in process)"

@@ -1,0 +1,96 @@
+"""The harness's side of the client worker line protocol (docs/client-protocol.md): the one place that spells
+its requests, replies and events, and turns a worker's ERROR into the confluent-kafka error the workloads
+classify, so an outcome reads the same whichever client ran it."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException
+
+QUEUE_FULL = "_QUEUE_FULL"
+"""A produce the worker's client refused because its queue is full: raised as BufferError, as confluent-kafka
+does, so the workload polls and tries again."""
+
+
+def request(id_: int, op: str, **fields: Any) -> str:
+    """One request line (no newline)."""
+    return json.dumps({"id": id_, "op": op, **fields}, separators=(",", ":"))
+
+
+def config_values(config: dict[str, Any]) -> dict[str, str]:
+    """A client config as the protocol carries it: every value a string, booleans as librdkafka spells them."""
+    return {k: ("true" if v else "false") if isinstance(v, bool) else str(v) for k, v in config.items()}
+
+
+def text(value: bytes | str | None) -> str:
+    """A payload as protocol text (latin-1: every byte one character)."""
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else value.decode("latin-1")
+
+
+def kafka_error(error: dict[str, Any]) -> KafkaError:
+    """A worker's ERROR as confluent-kafka's KafkaError (an unknown name as _FAIL, its message kept)."""
+    name = str(error.get("name", "_FAIL"))
+    code = getattr(KafkaError, name, None)
+    message = str(error.get("message", ""))
+    if not isinstance(code, int):
+        code, message = KafkaError._FAIL, f"{name}: {message}"
+    return KafkaError(code, message, fatal=bool(error.get("fatal", False)),
+                      retriable=bool(error.get("retriable", False)),
+                      txn_requires_abort=bool(error.get("abortable", False)))
+
+
+def raise_error(error: dict[str, Any]) -> None:
+    if error.get("name") == QUEUE_FULL:
+        raise BufferError(str(error.get("message", "queue full")))
+    raise KafkaException(kafka_error(error))
+
+
+def local_error(name: str, message: str) -> dict[str, Any]:
+    """An ERROR the harness makes itself (a worker that exited or did not answer in time)."""
+    return {"name": name, "message": message, "retriable": False, "fatal": False, "abortable": False}
+
+
+@dataclass(frozen=True)
+class Reply:
+    id: int
+    ok: Any = None
+    error: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Delivery:
+    handle: str
+    tag: int
+    offset: int | None = None
+    error: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Ready:
+    client: str
+    version: str
+
+
+def parse(line: str) -> Reply | Delivery | Ready | None:
+    """One line a worker wrote (None: not a protocol line, e.g. a library printing to stdout)."""
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(obj, dict):
+        return None
+    if "id" in obj:
+        return Reply(int(obj["id"]), obj.get("ok"), obj.get("error"))
+    event = obj.get("event")
+    if event == "delivery":
+        offset = obj.get("offset")
+        return Delivery(str(obj["handle"]), int(obj["tag"]), None if offset is None else int(offset),
+                        obj.get("error"))
+    if event == "ready":
+        return Ready(str(obj.get("client", "")), str(obj.get("version", "")))
+    return None
