@@ -19,6 +19,11 @@ had. The heal does what Kafka's operations guide asks of an operator after a dis
   (`remove-controller --controller-directory-id <old>`) and adds the node back (`add-controller`, run on the node
   with its own configuration), as the guide's "Controller membership changes" describe, and waits until the
   voters name its new directory id.
+
+A broker's heal waits until the node is back in the ISR of each of its partitions (`rejoin = "isr"`), or, with
+`rejoin = "unfenced"`, only until the controller has fenced the old incarnation and unfenced the new one (the
+metadata lists it again): the moment its new log is empty and it is eligible for the ISR (KIP-841), when a stale
+AlterPartition can put it back there before 3.5.0 (KAFKA-14139).
 """
 
 from __future__ import annotations
@@ -69,6 +74,8 @@ class DiskReplaceFault:
     name: str = "disk-replace"
     timeout_s: float = 90.0
     poll_s: float = 1.0
+    rejoin: str = "isr"
+    """A broker's heal waits until it is back in the ISR ("isr") or only until it is unfenced ("unfenced")."""
     _old_ids: dict[int, str | None] = field(default_factory=dict)
 
     def start(self, nodes: list[int]) -> dict[str, Any]:
@@ -102,14 +109,35 @@ class DiskReplaceFault:
         if controller:
             out["replication_before"], out["majority_caught_up"] = self._majority_caught_up(n)
         out["format"] = node.format_disk(" --no-initial-controllers" if dynamic else "")
+        unfenced = self.rejoin == "unfenced" and bool(getattr(node, "is_broker", False))
+        if unfenced:
+            # the controller refuses a second registration of the id while the old one's session lasts
+            # (DuplicateBrokerRegistrationException): until it is fenced, a listed id is the old incarnation
+            out["old_fenced"] = self._listed_until(n, listed=False)
         node.start()
+        if unfenced:
+            out["unfenced"] = self._listed_until(n, listed=True)
         if controller and dynamic:
             out.update(self._re_add(n, out["format"]["directory_id"]))
         elif controller:
             out["replication_after"], out["caught_up"] = self._caught_up(n)
-        if getattr(node, "is_broker", False) and self.topic is not None:
+        if getattr(node, "is_broker", False) and self.topic is not None and not unfenced:
             out["isr"] = self._back_in_isr(n, self.topic)
         return out
+
+    def _listed_until(self, n: int, listed: bool) -> dict[str, Any]:
+        """Wait until the metadata's brokers (KRaft lists unfenced brokers only) include `n`, or no longer do."""
+        cluster: Any = self.cluster  # live_broker_ids: a cluster kafka-chaos starts, or an external one
+        start = time.monotonic()
+        done = False
+        while not done and time.monotonic() - start < self.timeout_s:
+            try:
+                done = (n in cluster.live_broker_ids()) == listed
+            except Exception:  # no broker answered the metadata request for a moment: ask again
+                done = False
+            if not done:
+                time.sleep(self.poll_s)
+        return {"reached": done, "waited_s": round(time.monotonic() - start, 2)}
 
     def _back_in_isr(self, n: int, topic: str) -> dict[str, Any]:
         """Wait until `n` is in the ISR of every partition of `topic` it replicates (its leaders add it once its

@@ -101,7 +101,7 @@ class Nemesis:
         if info.effect == "corrupt":
             return CorruptFault(self.cluster, p.params, seed=self.rng.randrange(2**31))
         if info.effect == "disk-replace":
-            return DiskReplaceFault(self.cluster, topic=self.topic)
+            return DiskReplaceFault(self.cluster, topic=self.topic, rejoin=p.params.get("rejoin", "isr"))
         if info.effect == "disk-full":
             return DiskFull(self.cluster, float(p.params.get("free_mb", 0.0)))
         if info.family == "disk":

@@ -23,6 +23,7 @@ DiskOp = Literal["fsync", "write", "read"]
 ALL_DISK_OPS: tuple[DiskOp, ...] = get_args(DiskOp)
 TornMode = Literal["page", "byte"]
 DnsMode = Literal["unresolvable", "dead-address"]
+Rejoin = Literal["isr", "unfenced"]
 assert ALL_DISK_OPS == DISK_OPS, "DiskOp and cluster.volatile_disk.DISK_OPS must name the same operations"
 
 
@@ -72,6 +73,9 @@ class FaultSpec(_Strict):
     files: FileClass = Field("segment", description="corrupt: which of Kafka's files (segment, index, checkpoint, "
                              "metadata-log)")
     bits: int = Field(1, ge=1, le=4096, description="corrupt: how many bits to flip")
+    rejoin: Rejoin = Field("isr", description="disk-replace on a broker: the heal waits until it is back in the ISR "
+                           "of its partitions, or only until it is registered again and unfenced (the metadata lists "
+                           "it), so that later faults can act while its new log is still empty")
     # Written into scenario.resolved.toml: the node ids `target` resolved to when the recorded run fired it.
     # A run by rule ignores it; `kafka-chaos run --replay-nodes` aims the fault at these ids instead.
     nodes: list[int] | None = None
@@ -161,6 +165,8 @@ def _link_params(kind: str, spec: FaultSpec | FaultGenerator, jitter_ms: int = 0
         return {"mode": spec.mode}
     if KINDS[kind].family == "client-process":
         return {"clients": list(getattr(spec, "clients", []))}
+    if kind == "disk-replace":  # only when asked: a plan's other disk-replaces keep their recorded params
+        return {"rejoin": spec.rejoin} if isinstance(spec, FaultSpec) and spec.rejoin != "isr" else {}
     if kind == "power-loss" and spec.torn:
         return {"torn": spec.torn, "glob": spec.glob}
     if "sized-disks" in KINDS[kind].needs:

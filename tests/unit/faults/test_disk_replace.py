@@ -144,3 +144,45 @@ def test_a_brokers_heal_waits_until_it_is_back_in_the_isr_of_each_of_its_partiti
     fault.start([1])
     isr = fault.heal([1])["rejoined"]["1"]["isr"]
     assert isr["regained"] and isr["logs"] == {"0": {"log_start": 0, "log_end": 120}} and answers == [answers[0]]
+
+
+def test_a_broker_healed_to_unfenced_waits_for_the_old_incarnation_fenced_then_the_new_one_listed() -> None:
+    broker = Node(1, is_controller=False, is_broker=True)
+    listed = [{1, 2}, {2}, {2}, {2}, {1, 2}]  # the old registration until fenced, then the new one once unfenced
+    c = cluster(False, a=broker, b=Node(101))
+
+    def live_broker_ids() -> set[int]:
+        broker.log.append(("listed", sorted(listed[0])))
+        return listed.pop(0)
+
+    def no_isr_wait(topic: str) -> Any:
+        raise AssertionError("a heal to unfenced must not wait for the ISR")
+
+    c.live_broker_ids, c.partition_states = live_broker_ids, no_isr_wait
+    fault = DiskReplaceFault(c, topic="t", poll_s=0, rejoin="unfenced")
+    fault.start([1])
+    out = fault.heal([1])["rejoined"]["1"]
+    assert broker.log[2:] == [("format", ""), ("listed", [1, 2]), ("listed", [2]), "start", ("listed", [2]),
+                              ("listed", [2]), ("listed", [1, 2])]
+    assert out["old_fenced"]["reached"] and out["unfenced"]["reached"] and "isr" not in out and not listed
+
+
+def test_a_heal_to_unfenced_that_never_sees_the_broker_says_so() -> None:
+    broker = Node(1, is_controller=False, is_broker=True)
+    c = cluster(False, a=broker, b=Node(101))
+    c.live_broker_ids = lambda: {2}
+    fault = DiskReplaceFault(c, topic="t", poll_s=0, timeout_s=0.05, rejoin="unfenced")
+    fault.start([1])
+    out = fault.heal([1])["rejoined"]["1"]
+    assert out["old_fenced"]["reached"] and not out["unfenced"]["reached"]
+
+
+def test_the_nemesis_hands_the_planned_rejoin_to_the_fault() -> None:
+    from kafka_chaos.faults.nemesis import Nemesis
+    from kafka_chaos.faults.schedule import PlannedFault
+
+    nemesis = Nemesis(cluster(False, a=Node(1, is_controller=False, is_broker=True)), "t", [], recorder=None, seed=1)
+    asked = nemesis._fault(PlannedFault(1, 5, "disk-replace", "follower", params={"rejoin": "unfenced"}))
+    plain = nemesis._fault(PlannedFault(1, 5, "disk-replace", "follower"))
+    assert isinstance(asked, DiskReplaceFault) and isinstance(plain, DiskReplaceFault)
+    assert (asked.rejoin, plain.rejoin, asked.topic) == ("unfenced", "isr", "t")

@@ -53,3 +53,11 @@ def test_replay_nodes_on_a_scenario_without_node_ids_is_bad_input():
     s = parse_scenario({"name": "g", "faults": _generated().model_dump()})
     with pytest.raises(ScenarioError, match="records no node ids"):
         pin_nodes(s)
+
+
+def test_a_disk_replace_records_rejoin_only_when_asked_and_replays_it() -> None:
+    config = FaultsConfig(schedule=[FaultSpec(kind="disk-replace", target="follower", at_s=1),
+                                    FaultSpec(kind="disk-replace", target="follower", at_s=5, rejoin="unfenced")])
+    first, second = plan(config, 30, 1)
+    assert first.params == {} and second.params == {"rejoin": "unfenced"}
+    assert plan(FaultsConfig.from_plan([first, second]), 30, 1) == [first, second]
