@@ -63,6 +63,7 @@ public final class KafkaChaosWorker {
         long pending;      // produce requests received whose delivery outcome is not known yet
         long deliveries;   // delivery outcomes so far: poll waits for this to move
         int txnVersion;    // the transaction protocol last logged (0: none yet)
+        final AtomicBoolean flushing = new AtomicBoolean();  // one flush() thread at a time, however many ask
 
         Handle(String name) {
             this.name = name;
@@ -111,6 +112,10 @@ public final class KafkaChaosWorker {
                 req = Json.object(Json.parse(line));
             } catch (RuntimeException e) {
                 System.err.println("kafka-chaos worker: unreadable request line: " + line);
+                continue;
+            }
+            if (!(req.get("id") instanceof Number) || !(req.get("op") instanceof String)) {
+                System.err.println("kafka-chaos worker: a request without an id or op: " + line);
                 continue;
             }
             long id = ((Number) req.get("id")).longValue();
@@ -451,16 +456,20 @@ public final class KafkaChaosWorker {
     static Object flush(Handle h, double timeout) throws InterruptedException {
         KafkaProducer<byte[], byte[]> p = producer(h);
         // flush() has no timeout: it runs on its own thread (it makes lingering batches ready at once) while
-        // this one waits for the outcomes up to the request's timeout
-        Thread flusher = new Thread(() -> {
-            try {
-                p.flush();
-            } catch (RuntimeException e) {
-                System.err.println("kafka-chaos worker: flush of " + h.name + ": " + e);
-            }
-        }, "kc-flush-" + h.name);
-        flusher.setDaemon(true);
-        flusher.start();
+        // this one waits for the outcomes up to the request's timeout. flush(0) only counts, as librdkafka's does
+        if (timeout > 0 && h.flushing.compareAndSet(false, true)) {
+            Thread flusher = new Thread(() -> {
+                try {
+                    p.flush();
+                } catch (RuntimeException e) {
+                    System.err.println("kafka-chaos worker: flush of " + h.name + ": " + e);
+                } finally {
+                    h.flushing.set(false);
+                }
+            }, "kc-flush-" + h.name);
+            flusher.setDaemon(true);
+            flusher.start();
+        }
         long deadline = System.nanoTime() + duration(timeout).toNanos();
         synchronized (h) {
             while (h.pending > 0) {
