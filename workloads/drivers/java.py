@@ -30,6 +30,7 @@ WORKER_CLASS = "KafkaChaosWorker"
 JVM_OPTIONS = (
     "-Xmx128m",  # one worker per client process on a small machine
     "-XX:+UseSerialGC",  # no parallel GC threads competing with the brokers for the cores
+    "-XX:+DisplayVMOutputToStderr",  # stdout carries the protocol's lines only
     "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",  # like librdkafka's default log: warnings and errors
     "-Dorg.slf4j.simpleLogger.showDateTime=true",
     # which transaction protocol a transactional producer chose (KIP-890) is worth a line
@@ -212,7 +213,9 @@ def java_settings(conf: dict[str, Any]) -> dict[str, str]:
     """The Java client's settings for librdkafka-named `conf` (the names the workloads use).
 
     Raises ValueError naming a setting the Java client does not have when leaving it out would change what the
-    client does.
+    client does. Only the settings given are mapped: a default that differs between the clients (Java 3.0+
+    producers are idempotent unless told otherwise, librdkafka's are not) stays the Java client's, which is why the
+    workloads always give enable.idempotence and acks.
     """
     out: dict[str, str] = {}
     for name, value in conf.items():

@@ -48,7 +48,7 @@ import org.apache.kafka.common.utils.AppInfoParser;
 public final class KafkaChaosWorker {
     static final long OFFSET_INVALID = -1001;  // librdkafka's "no position yet"
     static final Object OUT_LOCK = new Object();
-    static final OutputStream OUT = System.out;
+    static final OutputStream OUT = System.out;  // the protocol's channel; anything else printed goes to stderr
     static final Map<String, Handle> HANDLES = new ConcurrentHashMap<>();
     // poll and flush only wait, so they run beside a handle's client calls rather than queue behind them
     static final ExecutorService WAITERS = Executors.newCachedThreadPool(daemon("kc-wait"));
@@ -98,6 +98,7 @@ public final class KafkaChaosWorker {
     }
 
     public static void main(String[] args) throws Exception {
+        System.setOut(System.err);  // a library's println must not break the protocol's lines
         Map<String, Object> ready = new LinkedHashMap<>();
         ready.put("event", "ready");
         ready.put("client", "java");
