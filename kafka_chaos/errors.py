@@ -60,3 +60,8 @@ class RunFailed(KafkaChaosError):
 class ShrinkError(KafkaChaosError):
     """`kafka-chaos shrink` was given nothing it can shrink: no run folder, a run that does not fail, an
     unknown anomaly name."""
+
+
+class ClientUnavailable(KafkaChaosError):
+    """A chosen Kafka client cannot be set up: no runtime for it (a JDK), or its registry does not serve the
+    version."""

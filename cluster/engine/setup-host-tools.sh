@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Host tools kafka-chaos needs beside the engine, installed from Debian only when missing (idempotent):
-# debootstrap + maven (offline Kafka image), a JRE 17 (Spark), chromium (report browser test), go (Toxiproxy),
-# fuse3 (power-loss disks).
+# debootstrap + maven (offline Kafka image), a JDK 17 (Spark; javac builds the Java client driver's worker),
+# chromium (report browser test), go (Toxiproxy), fuse3 (power-loss disks).
 set -euo pipefail
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 need=()
 command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)
 command -v mvn >/dev/null 2>&1 || need+=(maven)
-command -v java >/dev/null 2>&1 || need+=(openjdk-17-jre-headless)
+command -v javac >/dev/null 2>&1 || need+=(openjdk-17-jdk-headless)  # brings the JRE (java) too
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v go >/dev/null 2>&1 || [ -x /usr/local/go/bin/go ] || need+=(golang)
 command -v curl >/dev/null 2>&1 || need+=(curl)
