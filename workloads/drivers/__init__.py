@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from kafka_chaos.workloads.drivers.environment import ClientUnavailable, Progress, confluent_kafka_python
+from kafka_chaos.errors import ClientUnavailable
+from kafka_chaos.workloads.drivers.environment import Progress, confluent_kafka_python
 from kafka_chaos.workloads.drivers.remote import NOT_PASSED, OutOfProcessDriver, WorkerProcess
 
 if TYPE_CHECKING:

@@ -13,14 +13,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from kafka_chaos.errors import KafkaChaosError
+from kafka_chaos.errors import ClientUnavailable
 
 Progress = Callable[[str], None]
 """Told what is being done while an environment is prepared (one short line each step)."""
-
-
-class ClientUnavailable(KafkaChaosError):
-    """The chosen client or version cannot be had (bad input: exit 2, before any container starts)."""
 
 
 def clients_cache() -> Path:

@@ -8,7 +8,6 @@ reused. `java_settings(conf)` turns the librdkafka settings the workloads use in
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
 import shutil
@@ -16,12 +15,11 @@ import subprocess
 import urllib.error
 import urllib.request
 import xml.etree.ElementTree as ET
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from kafka_chaos.errors import ClientUnavailable
+from kafka_chaos.workloads.drivers.environment import Progress, clients_cache, locked
 
 DEFAULT_JAVA_CLIENT_VERSION = "4.1.0"
 MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
@@ -39,12 +37,6 @@ JVM_OPTIONS = (
 SLF4J_FALLBACK_VERSION = "1.7.36"
 DOWNLOAD_TIMEOUT_S = 60
 
-Progress = Callable[[str], None]
-
-
-def clients_cache_dir() -> Path:
-    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "kafka-chaos" / "clients"
-
 
 def java_worker_command(version: str = DEFAULT_JAVA_CLIENT_VERSION, progress: Progress | None = None) -> list[str]:
     """The command that starts one Java client worker for kafka-clients `version`, built on first use.
@@ -57,11 +49,11 @@ def java_worker_command(version: str = DEFAULT_JAVA_CLIENT_VERSION, progress: Pr
         raise ClientUnavailable(
             f"The Java client driver needs a JDK (11 or newer) but {' and '.join(missing)} is not on PATH. "
             "Run `make setup` (it installs Debian's openjdk-17-jdk-headless) or install a JDK yourself.")
-    root = clients_cache_dir() / f"java-{version}"
+    root = clients_cache() / f"java-{version}"
     root.mkdir(parents=True, exist_ok=True)
     source = WORKER_SOURCE.read_bytes()
     classes = root / f"classes-{hashlib.sha256(source).hexdigest()[:12]}"  # a changed worker builds anew
-    with _locked(root / ".lock"):
+    with locked(root / ".lock"):
         jars = _fetch_jars(version, root / "lib", say)
         if not (classes / f"{WORKER_CLASS}.class").exists():
             say(f"java client {version}: compiling the worker")
@@ -79,17 +71,6 @@ def java_worker_command(version: str = DEFAULT_JAVA_CLIENT_VERSION, progress: Pr
                     f"{done.stderr.strip()[-2000:]}")
             building.rename(classes)
     return ["java", *JVM_OPTIONS, "-cp", os.pathsep.join([str(classes), *map(str, jars)]), WORKER_CLASS]
-
-
-@contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """One build at a time per client version, across processes (two runs starting at once)."""
-    with path.open("w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _url(group: str, artifact: str, version: str, ext: str) -> str:

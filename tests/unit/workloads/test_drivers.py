@@ -14,12 +14,11 @@ import confluent_kafka
 import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-from kafka_chaos.errors import ScenarioError
+from kafka_chaos.errors import ClientUnavailable, ScenarioError
 from kafka_chaos.faults.client_pause import ClientPause
 from kafka_chaos.harness.scenario import parse_scenario
 from kafka_chaos.workloads import drivers
 from kafka_chaos.workloads.config import WorkloadConfig
-from kafka_chaos.workloads.drivers import environment
 from kafka_chaos.workloads.drivers.remote import OutOfProcessDriver
 
 FAKE_WORKER = textwrap.dedent('''
@@ -211,7 +210,7 @@ def test_a_version_pypi_does_not_serve_is_one_paragraph_of_bad_input(monkeypatch
                                            "found for confluent-kafka==0.0.1" if failed else "")
 
     monkeypatch.setattr(subprocess, "run", run)
-    with pytest.raises(environment.ClientUnavailable) as raised:
+    with pytest.raises(ClientUnavailable) as raised:
         drivers.prepare(WorkloadConfig(client_version="0.0.1"), said.append)
     message = str(raised.value)
     assert raised.value.exit_code == 2 and "\n" not in message
@@ -250,7 +249,7 @@ def test_a_setting_the_client_lacks_is_bad_input_and_the_harness_objects_never_r
 
     monkeypatch.setattr(drivers, "client_kind", lambda client: drivers.ClientKind(lambda v, p: ["true"], settings))
     monkeypatch.setattr(drivers, "java_available", lambda: True)
-    with pytest.raises(environment.ClientUnavailable, match=r"enable\.partition\.eof") as raised:
+    with pytest.raises(ClientUnavailable, match=r"enable\.partition\.eof") as raised:
         drivers.prepare(WorkloadConfig(client="java", client_version="4.1.0"))
     assert raised.value.exit_code == 2
     assert given and all("logger" not in conf for conf in given)
