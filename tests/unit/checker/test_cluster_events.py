@@ -132,17 +132,19 @@ def _hw(stamp: str, partition: str, high: str, low: str) -> str:
 
 
 def test_a_truncation_below_the_high_watermark_is_told_from_a_lagging_leaders_high_watermark() -> None:
-    # 3.4.0's format (KAFKA-14704's commit message): the old leader took the new leader's high watermark 1300 from
-    # the fetch that told it to truncate to 1210, then truncated: its own log position, from above
-    bug = [_truncating("20,100", "chaos-0", 1210),
-           _hw("20,140", "chaos-0", "(offset=1300 segment=[0:130000])", "(offset=1210 segment=[0:121000])")]
+    # a real 3.4.0 run (scenarios/bugs/kafka-14704-*.toml): the old leader took the new leader's high watermark
+    # 657 from the fetch that told it to truncate to 655, then truncated: its own log position, from above
+    bug = ["[2026-11-24 19:24:20,100] INFO [ReplicaFetcher replicaId=1, leaderId=3, fetcherId=0] Truncating partition "
+           "chaos-5 with TruncationState(offset=655, completed=true) due to leader epoch and offset "
+           "EpochEndOffset(errorCode=0, partition=5, leaderEpoch=0, endOffset=655) (kafka.server.ReplicaFetcherThread)",
+           _hw("20,140", "chaos-5", "(offset=657 segment=[0:83454])", "(offset=655 segment=[0:83175])")]
     truncation, ev = extract("\n".join(bug), 1, T0)
     assert truncation["kind"] == "truncation" and ev["kind"] == "truncated-below-hw"
-    assert ev["partition"] == "chaos-0" and ev["node"] == 1
-    assert (ev["high_watermark"], ev["offset"], ev["time_s"]) == (1300, 1210, 14.14)
-    assert ev["text"] == ("chaos-0: truncated to offset 1210, below its high watermark 1300 (90 records its high "
+    assert ev["partition"] == "chaos-5" and ev["node"] == 1
+    assert (ev["high_watermark"], ev["offset"], ev["time_s"]) == (657, 655, 14.14)
+    assert ev["text"] == ("chaos-5: truncated to offset 655, below its high watermark 657 (2 records its high "
                           "watermark had counted as committed)")
-    # later versions' format (a comma after the offset), seen in real runs
+    # later versions' format (a comma after the offset, as the fixed versions' logs print it)
     later = [_truncating("20,100", "chaos-1", 2235),
              _hw("20,140", "chaos-1", "(offset=2300, segment=[0:312545])", "(offset=2235, segment=[0:300000])")]
     assert [e["kind"] for e in extract("\n".join(later), 3, T0)] == ["truncation", "truncated-below-hw"]
