@@ -17,7 +17,14 @@ run started (the history's clock; `t0_unix_ns` is its wall-clock origin, recorde
   node that is the Raft leader but whose controller is not active yet), one event per burst;
 - `server-started`: `Kafka Server started`;
 - `epoch-checkpoint-unreadable`: a partition's leader-epoch-checkpoint that does not parse (a torn or half-written
-  file: `Error while reading checkpoint file`), which takes the log directory offline (KAFKA-16541).
+  file: `Error while reading checkpoint file`), which takes the log directory offline (KAFKA-16541);
+- `truncated-below-hw`: a replica truncating a partition below its own high watermark: the truncation's own
+  `Non-monotonic update of high watermark from (offset=H …) to (offset=X …)`, X the offset the fetcher just truncated
+  to and a position in the log (not a leader's bare offset). Records below a replica's high watermark are ones it
+  serves as committed (to followers' readers, KIP-392), and a clean truncation only removes uncommitted records
+  (KIP-101/KIP-279): this one removed records its high watermark had counted as committed (KAFKA-14704: before
+  3.4.1 a former leader took the new leader's high watermark from the very fetch that told it to truncate). A new
+  leader's high watermark lagging a follower's also lowers the follower's, by a bare offset, and is not this.
 
 `registration_events(samples)` gives `broker-fenced` / `broker-unfenced` events from the observer's sampled
 registrations (state.jsonl `brokers`, DescribeCluster) for runs whose logs say nothing of fencing (an external
@@ -56,6 +63,9 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("epoch-checkpoint-unreadable",
      re.compile(r"Error while reading checkpoint file \S*/([^/\s]+)/leader-epoch-checkpoint")),
 )
+# 3.4 prints LogOffsetMetadata as `(offset=5 segment=[0:400])`, later versions with a comma after the offset
+_HW_REGRESSED = re.compile(r"\[UnifiedLog partition=(\S+), dir=[^\]]*\] Non-monotonic update of high watermark from "
+                           r"\(offset=(\d+),? segment=\[-?\d+:-?\d+\]\) to \(offset=(\d+),? segment=\[(-?\d+):")
 _NOT_CONTROLLER = re.compile(r"NotControllerException")
 _APPEARS = re.compile(r"The active controller appears to be (node \d+|\w+)")
 STORM_GAP_S = 1.0
@@ -97,6 +107,7 @@ def extract(text: str, node: int | None, t0_unix_ns: int) -> list[dict[str, Any]
     out: list[dict[str, Any]] = []
     storm: list[float] = []
     storm_text = ""
+    truncated_to: dict[str, int] = {}  # partition → the offset this node's fetcher last truncated it to
 
     def flush() -> None:
         if len(storm) >= STORM_MIN:
@@ -120,6 +131,11 @@ def extract(text: str, node: int | None, t0_unix_ns: int) -> list[dict[str, Any]
             if appears:
                 storm_text = f"the active controller appears to be {appears.group(1)}"
             continue
+        if "Non-monotonic update of high watermark" in rest:
+            hw = _HW_REGRESSED.search(rest)
+            if hw and (below := _below_hw(hw, truncated_to, node)):
+                out.append({"time_s": _time_s(stamp, millis, t0_unix_ns), **below})
+            continue
         if "Completed transition to" in rest:
             r = _RAFT.search(rest)
             if r:
@@ -141,9 +157,23 @@ def extract(text: str, node: int | None, t0_unix_ns: int) -> list[dict[str, Any]
                 if kind in ("isr-shrink", "isr-expand", "isr-update", "truncation", "epoch-checkpoint-unreadable"):
                     ev["partition"] = p.group(1)
                 out.append(ev)
+            if kind == "truncation":
+                truncated_to[p.group(1)] = int(p.group(2))
             break
     flush()
     return out
+
+
+def _below_hw(m: re.Match[str], truncated_to: Mapping[str, int], node: int | None) -> dict[str, Any] | None:
+    """A `truncated-below-hw` event when a non-monotonic high watermark update is the truncation's own: down to the
+    offset the fetcher just truncated the partition to, at a position in the log (a leader's propagated high
+    watermark is a bare offset, segment -1), from above it."""
+    partition, high, low, segment = m.group(1), int(m.group(2)), int(m.group(3)), int(m.group(4))
+    if partition.startswith("__") or truncated_to.get(partition) != low or high <= low or segment < 0:
+        return None
+    return {"node": node, "kind": "truncated-below-hw", "partition": partition, "high_watermark": high,
+            "offset": low, "text": f"{partition}: truncated to offset {low}, below its high watermark {high} "
+                                   f"({high - low} records its high watermark had counted as committed)"}
 
 
 def derive(events: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

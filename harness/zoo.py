@@ -46,11 +46,15 @@ CHECKED = frozenset(ANOMALIES_BAD_BY_DEFAULT) | frozenset(CONFORMANCE_NAMES)
 """Every anomaly the checker computes: Jepsen's, and the conformance checks' (results' `conformance`)."""
 
 
-Observable = Literal["two-raft-leaders", "epoch-checkpoint-unreadable"]
+Observable = Literal["two-raft-leaders", "epoch-checkpoint-unreadable", "truncated-below-hw"]
 """What the cluster's own logs show: `two-raft-leaders`, two nodes each leading the KRaft quorum at once for at
 least `min_overlap_s` (events.jsonl, checker.cluster_events.overlapping_leaders); `epoch-checkpoint-unreadable`,
 a broker finding a partition's leader-epoch-checkpoint unparseable when it loads its logs (events.jsonl), which
-takes its log directory offline."""
+takes its log directory offline; `truncated-below-hw`, a replica truncating records its high watermark had counted
+as committed (events.jsonl)."""
+
+EVENT_OBSERVABLES = ("epoch-checkpoint-unreadable", "truncated-below-hw")
+"""Observables that are one events.jsonl event kind each, counted as they are."""
 
 
 class Symptom(_Strict):
@@ -201,13 +205,14 @@ def shown(symptom: Symptom, results: dict[str, Any], run_dir: Path | None = None
                    if p["end_s"] is None or p["end_s"] - p["start_s"] >= symptom.min_overlap_s]
         if periods:
             found["two-raft-leaders"] = len(periods)
-    if "epoch-checkpoint-unreadable" in symptom.observables and run_dir is not None:
+    counted = [o for o in EVENT_OBSERVABLES if o in symptom.observables]
+    if counted and run_dir is not None:
         from kafka_chaos.report.data import read_cluster_events
 
-        unreadable = [e for e in read_cluster_events(RunDir(run_dir).events)
-                      if e.get("kind") == "epoch-checkpoint-unreadable"]
-        if unreadable:
-            found["epoch-checkpoint-unreadable"] = len(unreadable)
+        events = read_cluster_events(RunDir(run_dir).events)
+        for kind in counted:
+            if n := sum(e.get("kind") == kind for e in events):
+                found[kind] = n
     return found, verdicts
 
 

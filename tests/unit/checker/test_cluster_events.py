@@ -113,3 +113,48 @@ def test_an_unreadable_leader_epoch_checkpoint_names_its_partition() -> None:
     (ev,) = extract("\n".join([line, other]), 2, T0)
     assert ev["kind"] == "epoch-checkpoint-unreadable" and ev["partition"] == "chaos-3" and ev["node"] == 2
     assert ev["text"] == "chaos-3: leader-epoch-checkpoint unreadable" and ev["time_s"] == 14.125
+
+
+def _line(stamp: str, level: str, text: str) -> str:
+    return f"[2026-11-24 19:24:{stamp}] {level} {text}"
+
+
+def _truncating(stamp: str, partition: str, offset: int) -> str:
+    return _line(stamp, "INFO", f"[ReplicaFetcher replicaId=1, leaderId=2, fetcherId=0] Truncating partition "
+                                f"{partition} with TruncationState(offset={offset}, completed=true) due to leader "
+                                f"epoch and offset EpochEndOffset(errorCode=0, partition=0, leaderEpoch=1, "
+                                f"endOffset={offset}) (kafka.server.ReplicaFetcherThread)")
+
+
+def _hw(stamp: str, partition: str, high: str, low: str) -> str:
+    return _line(stamp, "WARN", f"[UnifiedLog partition={partition}, dir=/var/lib/kafka/data] Non-monotonic update "
+                                f"of high watermark from {high} to {low} (kafka.log.UnifiedLog)")
+
+
+def test_a_truncation_below_the_high_watermark_is_told_from_a_lagging_leaders_high_watermark() -> None:
+    # a real 3.4.0 run (scenarios/bugs/kafka-14704-*.toml): the old leader took the new leader's high watermark
+    # 657 from the fetch that told it to truncate to 655, then truncated: its own log position, from above
+    bug = ["[2026-11-24 19:24:20,100] INFO [ReplicaFetcher replicaId=1, leaderId=3, fetcherId=0] Truncating partition "
+           "chaos-5 with TruncationState(offset=655, completed=true) due to leader epoch and offset "
+           "EpochEndOffset(errorCode=0, partition=5, leaderEpoch=0, endOffset=655) (kafka.server.ReplicaFetcherThread)",
+           _hw("20,140", "chaos-5", "(offset=657 segment=[0:83454])", "(offset=655 segment=[0:83175])")]
+    truncation, ev = extract("\n".join(bug), 1, T0)
+    assert truncation["kind"] == "truncation" and ev["kind"] == "truncated-below-hw"
+    assert ev["partition"] == "chaos-5" and ev["node"] == 1
+    assert (ev["high_watermark"], ev["offset"], ev["time_s"]) == (657, 655, 14.14)
+    assert ev["text"] == ("chaos-5: truncated to offset 655, below its high watermark 657 (2 records its high "
+                          "watermark had counted as committed)")
+    # later versions' format (a comma after the offset, as the fixed versions' logs print it)
+    later = [_truncating("20,100", "chaos-1", 2235),
+             _hw("20,140", "chaos-1", "(offset=2300, segment=[0:312545])", "(offset=2235, segment=[0:300000])")]
+    assert [e["kind"] for e in extract("\n".join(later), 3, T0)] == ["truncation", "truncated-below-hw"]
+    # not this: a new leader's lagging high watermark (a bare offset, segment -1) lowering a follower's, even right
+    # after a truncation to the same offset (a real line of a fixed version); a truncation that left the high
+    # watermark alone; another partition's truncation; an internal topic's
+    benign = [_truncating("20,100", "chaos-1", 2235),
+              _hw("20,140", "chaos-1", "(offset=2237, segment=[0:312545])", "(offset=2235, segment=[-1:-1])"),
+              _hw("20,150", "chaos-1", "(offset=2235, segment=[0:312545])", "(offset=2233, segment=[-1:-1])"),
+              _hw("20,160", "chaos-2", "(offset=2300, segment=[0:312545])", "(offset=2235, segment=[0:300000])"),
+              _truncating("20,170", "__consumer_offsets-1", 23),
+              _hw("20,180", "__consumer_offsets-1", "(offset=30, segment=[0:3000])", "(offset=23, segment=[0:2300])")]
+    assert not [e for e in extract("\n".join(benign), 3, T0) if e["kind"] == "truncated-below-hw"]

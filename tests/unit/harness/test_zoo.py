@@ -244,3 +244,18 @@ def test_epoch_checkpoint_unreadable_counts_the_brokers_log_events(tmp_path: Pat
     assert shown(symptom, {}, tmp_path) == ({"epoch-checkpoint-unreadable": 2}, {})
     (tmp_path / "events.jsonl").write_text(json.dumps(events[2]) + "\n")
     assert shown(symptom, {}, tmp_path) == ({}, {})
+
+
+def test_truncated_below_hw_counts_the_replicas_log_events(tmp_path: Path) -> None:
+    from kafka_chaos.harness.zoo import Symptom, shown
+
+    events = [{"time_s": 21.0, "node": 1, "kind": "truncation", "partition": "chaos-0"},
+              {"time_s": 21.1, "node": 1, "kind": "truncated-below-hw", "partition": "chaos-0"},
+              {"time_s": 21.1, "node": 1, "kind": "truncated-below-hw", "partition": "chaos-3"}]
+    (tmp_path / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    assert shown(Symptom(observables=["truncated-below-hw"]), {}, tmp_path) == ({"truncated-below-hw": 2}, {})
+    # each observable counts its own kind only
+    both = Symptom(observables=["truncated-below-hw", "epoch-checkpoint-unreadable"])
+    assert shown(both, {}, tmp_path) == ({"truncated-below-hw": 2}, {})
+    (tmp_path / "events.jsonl").write_text(json.dumps(events[0]) + "\n")
+    assert shown(Symptom(observables=["truncated-below-hw"]), {}, tmp_path) == ({}, {})
