@@ -40,7 +40,7 @@ from kafka_chaos.reference_model.client_faults import rule_for as client_rule_fo
 from kafka_chaos.reference_model.config import RunConfig
 from kafka_chaos.reference_model.disk_faults import DISK_FAULT_KINDS, DiskFaultRule, power_loss_rule
 from kafka_chaos.reference_model.disk_faults import rule_for as disk_rule_for
-from kafka_chaos.reference_model.disk_replace import loss_rule
+from kafka_chaos.reference_model.disk_replace import loss_rule, readmission_rule
 from kafka_chaos.reference_model.dns_faults import NAME_FAULT_KINDS
 from kafka_chaos.reference_model.dns_faults import rule_for as name_rule_for
 from kafka_chaos.reference_model.explore import duplicates_possible
@@ -844,7 +844,8 @@ def judge(
     verdict = rule(instance, cfg, known, fs)
     if verdict.verdict == "violation":
         return (_request_fault(anomaly, cfg, fs) or _disk_fault(anomaly, cfg, fs) or _name_fault(anomaly, fs)
-                or _client_fault(anomaly, fs) or _client_defect(anomaly, cfg, fs) or verdict)
+                or _client_fault(anomaly, fs) or _client_defect(anomaly, cfg, fs) or _readmitted(anomaly, cfg, fs)
+                or verdict)
     return verdict
 
 
@@ -900,3 +901,9 @@ def _client_defect(anomaly: str, cfg: RunConfig, faults: FaultSummary) -> Verdic
     if d is None:
         return None
     return _known_defect(d.name, d.fixed_in, f"{cfg.client} {cfg.client_version or '(installed)'}: {d.reason}")
+
+
+def _readmitted(anomaly: str, cfg: RunConfig, faults: FaultSummary) -> Verdict | None:
+    """KAFKA-14139's shapes other than the loss, on a version that has it (reference_model.disk_replace)."""
+    rule = readmission_rule(anomaly, faults.kinds, cfg.kafka_version)
+    return _known_defect(str(rule.defect), rule.fixed_in, rule.reason) if rule else None
