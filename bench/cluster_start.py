@@ -1,5 +1,6 @@
 """Seconds from nothing to ready for 1, 3 and 5 nodes (images already built), and for one killed node's
-restart until it is back in the ISR. Target on a 2-core machine: 3 nodes ready in ≤ 15 s.
+restart until it is back in the ISR. Target on a 2-core machine: 3 nodes ready in ≤ 6 s
+(docs/architecture.md §6: nodes launched concurrently, class-data sharing archives in the image).
 
     .venv/bin/python bench/cluster_start.py [--nodes 1 3 5] [--repeat 2]
 """
