@@ -23,20 +23,22 @@ P
 export KAFKA_HEAP_OPTS="-Xms128m -Xmx384m" KAFKA_CDS_ARCHIVE=none
 KAFKA_OPTS="-XX:ArchiveClassesAtExit=/opt/kafka/cds/storage.jsa" \
   kafka-storage.sh format -t cdsTrainingClusterId0 -c "$work/server.properties" >/dev/null
-# the server's pid (the exec chain ends in java) in $work/pid; $work/exited once it is gone (timeout reaps it,
-# so no zombie answers kill -0); at most 5 minutes in all
-(
-  KAFKA_OPTS="-XX:ArchiveClassesAtExit=/opt/kafka/cds/server.jsa" timeout -k 10 300 \
-    sh -c 'echo $$ > "$0/pid"; exec kafka-server-start.sh "$0/server.properties"' "$work" > "$work/server.log" 2>&1
-  touch "$work/exited"
-) &
-until grep -q "Kafka Server started" "$work/server.log" 2>/dev/null; do
-  if [ -f "$work/exited" ]; then tail -40 "$work/server.log" >&2; exit 1; fi
+KAFKA_OPTS="-XX:ArchiveClassesAtExit=/opt/kafka/cds/server.jsa" \
+  kafka-server-start.sh "$work/server.properties" > "$work/server.log" 2>&1 &
+pid=$!  # java itself: the launchers exec
+i=0
+until grep -q "Kafka Server started" "$work/server.log"; do
+  i=$((i + 1))
+  if [ "$i" -gt 600 ] || ! kill -0 "$pid" 2>/dev/null; then
+    tail -40 "$work/server.log" >&2; kill -9 "$pid" 2>/dev/null; exit 1
+  fi
   sleep 0.2
 done
-kill -TERM "$(cat "$work/pid")"  # a clean exit: the JVM writes its archive as it exits
-until [ -f "$work/exited" ]; do sleep 0.2; done
-wait
+( sleep 120; kill -9 "$pid" 2>/dev/null ) &  # a shutdown that hangs ends the training, not the build
+watchdog=$!
+kill -TERM "$pid"  # a clean exit: the JVM writes its archive as it exits
+wait "$pid" || true
+kill "$watchdog" 2>/dev/null || true
 # the archives must map: one a JVM cannot use fails the training here (the image then has none), not silently later
 for a in storage server; do
   java -Xshare:on -XX:SharedArchiveFile=/opt/kafka/cds/$a.jsa -cp "/opt/kafka/libs/*" -version >/dev/null
