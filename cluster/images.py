@@ -235,9 +235,9 @@ def resolve_kafka_libs(version: str, log: Log) -> Path:
     return libs
 
 
-KAFKA_IMAGE_REVISION = "2"
-"""Raised whenever images/kafka changes what a built image holds (2: class-data sharing archives): an engine
-holding an image of an older revision rebuilds it on the next `kafka-chaos image build`."""
+KAFKA_IMAGE_REVISION = "3"
+"""Raised whenever images/kafka changes what a built image holds (2: class-data sharing archives; 3: trained on
+3.x too): an engine holding an image of an older revision rebuilds it on the next `kafka-chaos image build`."""
 REVISION_LABEL = "io.kafka-chaos.image-revision"
 
 

@@ -22,7 +22,7 @@ transaction.state.log.min.isr=1
 P
 export KAFKA_HEAP_OPTS="-Xms128m -Xmx384m" KAFKA_CDS_ARCHIVE=none
 KAFKA_OPTS="-XX:ArchiveClassesAtExit=/opt/kafka/cds/storage.jsa" \
-  kafka-storage.sh format -t cdsTrainingClusterId0 -c "$work/server.properties" >/dev/null
+  kafka-storage.sh format -t MkU3OEVBNTcwNTJENDM2Qg -c "$work/server.properties" >/dev/null
 KAFKA_OPTS="-XX:ArchiveClassesAtExit=/opt/kafka/cds/server.jsa" \
   kafka-server-start.sh "$work/server.properties" > "$work/server.log" 2>&1 &
 pid=$!  # java itself: the launchers exec
