@@ -31,6 +31,7 @@ import docker.errors
 
 from kafka_chaos import versions
 from kafka_chaos.cluster.engine import docker_client
+from kafka_chaos.cluster.settings import NODE_JVM_OPTS
 from kafka_chaos.errors import ImageBuildError, ImageMissing
 
 DEFAULT_KAFKA_VERSION = "4.3.1"  # newest 4.x whose kafka-tools resolves from Maven Central (4.4.0's does not yet)
@@ -234,11 +235,23 @@ def resolve_kafka_libs(version: str, log: Log) -> Path:
     return libs
 
 
+KAFKA_IMAGE_REVISION = "3"
+"""Raised whenever images/kafka changes what a built image holds (2: class-data sharing archives; 3: trained on
+3.x too): an engine holding an image of an older revision rebuilds it on the next `kafka-chaos image build`."""
+REVISION_LABEL = "io.kafka-chaos.image-revision"
+
+
+def current_revision(client: docker.DockerClient, tag: str) -> bool:
+    return client.images.get(tag).labels.get(REVISION_LABEL) == KAFKA_IMAGE_REVISION
+
+
 def build_kafka(client: docker.DockerClient, version: str, log: Log, *, force: bool = False) -> str:
     tag = kafka_image(version)
     if image_exists(client, tag) and not force:
-        log(f"{tag}: present")
-        return tag
+        if current_revision(client, tag):
+            log(f"{tag}: present")
+            return tag
+        log(f"{tag}: present, built by an older images/kafka: rebuilding")
     if why := versions.unbuildable(version):
         raise ImageBuildError(why)
     libs = resolve_kafka_libs(version, log)  # before the base: a version Maven does not serve fails at once
@@ -252,7 +265,8 @@ def build_kafka(client: docker.DockerClient, version: str, log: Log, *, force: b
             jar.unlink()
     fit_launchers(ctx / "bin", version, jar_classes(ctx / "libs"))
     log(f"building {tag}")
-    _build(client, ctx, tag, {"BASE_IMAGE": BASE_IMAGE})
+    _build(client, ctx, tag, {"BASE_IMAGE": BASE_IMAGE, "NODE_JVM_OPTS": NODE_JVM_OPTS},
+           {REVISION_LABEL: KAFKA_IMAGE_REVISION})
     shutil.rmtree(ctx, ignore_errors=True)
     return tag
 
@@ -314,11 +328,12 @@ def pull_kafka(client: docker.DockerClient, version: str, log: Log) -> str:
     return tag
 
 
-def _build(client: docker.DockerClient, ctx: Path, tag: str, buildargs: dict[str, str]) -> None:
+def _build(client: docker.DockerClient, ctx: Path, tag: str, buildargs: dict[str, str],
+           labels: dict[str, str] | None = None) -> None:
     try:
         client.images.build(
             path=str(ctx), dockerfile="Containerfile", tag=tag, buildargs=buildargs, rm=True,
-            labels={LABEL: tag}, pull=False,
+            labels={LABEL: tag, **(labels or {})}, pull=False,
         )
     except (docker.errors.BuildError, docker.errors.APIError) as err:
         raise ImageBuildError(f"building {tag} failed: {err}") from None
