@@ -76,8 +76,19 @@ class Symptom(_Strict):
 
 class BugSide(_Strict):
     kafka_version: str
+    client: str | None = Field(None, description="this side's client, when the sides differ by it (default: the "
+                               "bug's `client`)")
+    client_version: str | None = Field(None, description="this side's client release (a client bug's sides differ "
+                                       "by it; unset: the installed confluent-kafka, in process)")
     overrides: dict[str, Any] = Field(default_factory=dict, description="dotted scenario overrides for this side")
     note: str = ""
+
+    def label(self, bug_client: str) -> str:
+        """The side's version as the table says it: Kafka's, or the client's release and the Kafka it ran on."""
+        if self.client_version is None and self.client is None:
+            return self.kafka_version
+        client = self.client or bug_client
+        return f"{client} {self.client_version or '(installed)'} on Kafka {self.kafka_version}"
 
 
 class Bug(_Strict):
@@ -108,6 +119,8 @@ class BugFile:
         s = self.bug.side(side)
         overrides = {**s.overrides, "cluster.kafka_version": s.kafka_version, "seed": self.base.seed + attempt,
                      "name": f"zoo-{self.bug.id}-{side}-{attempt}"}
+        if s.client is not None or s.client_version is not None:
+            overrides |= {"workload.client": s.client or self.bug.client, "workload.client_version": s.client_version}
         try:
             return self.base.with_overrides(**overrides)
         except ScenarioError as e:
@@ -243,7 +256,7 @@ def run_zoo(bugs: list[BugFile], *, out: Path, attempts: int | None = None, side
             k = attempts or b.bug.attempts
             runs: list[Attempt] = []
             for attempt in range(k):
-                progress(f"{b.bug.id}: {side} ({b.bug.side(side).kafka_version}) attempt {attempt + 1}/{k}")
+                progress(f"{b.bug.id}: {side} ({b.bug.side(side).label(b.bug.client)}) attempt {attempt + 1}/{k}")
                 runs.append(run_attempt(b, side, attempt, zoo_dir, runner))
             ran[side] = record(state, b, side, runs)
         save_state(state, zoo_dir)  # after each bug: an interrupted zoo keeps its rows
@@ -267,7 +280,7 @@ def record(state: dict[str, Any], b: BugFile, side: Side, runs: list[Attempt]) -
     version, how many of its runs showed the symptom, and each run in the order it ran (with its `wall_s`)."""
     entry = state["bugs"].setdefault(b.bug.id, {})
     entry.update(_describe(b))
-    entry[side] = {"version": b.bug.side(side).kafka_version, "attempts": len(runs),
+    entry[side] = {"version": b.bug.side(side).label(b.bug.client), "attempts": len(runs),
                    "reproduced": sum(r.reproduced for r in runs),
                    "runs": [{**r.__dict__, "reproduced": r.reproduced} for r in runs]}
     return dict(entry[side])

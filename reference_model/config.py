@@ -146,6 +146,10 @@ class RunConfig:
     """flush.messages=1 (topic) or log.flush.interval.messages=1 (broker): every append fsynced."""
     transactional: bool = False
     """The producers write in transactions (`[workload] kind = "txn"`)."""
+    client: str = "librdkafka"
+    """The workload's client library (`[workload] client`)."""
+    client_version: str | None = None
+    """The client's release (`[workload] client_version`); None: the installed confluent-kafka, in process."""
     brokers: tuple[int, ...] = node_ids.broker_ids(3)
     controllers: tuple[int, ...] = node_ids.controller_ids(3, 0)
     """The KRaft voters (the brokers themselves when the nodes are combined)."""
@@ -210,7 +214,17 @@ class RunConfig:
                                                _section(cluster, "broker_overrides").get("log.flush.interval.messages"),
                                                settings.get("log.flush.interval.messages")), 0) == 1,
             transactional=str(_first(workload.get("kind"), d.get("kind"), "queue")) == "txn",
+            client=str(_first(workload.get("client"), "librdkafka")),
+            client_version=str(workload["client_version"]) if workload.get("client_version") else None,
         )
+
+    @property
+    def transaction_v2(self) -> bool:
+        """Whether transactions run KIP-890's protocol version 2 (an epoch bump per transaction): Kafka 4.0+
+        finalizes transaction.version 2 on a new cluster, and of the clients only the Java client from 4.0 speaks
+        it (librdkafka does not: confluentinc/librdkafka#5423)."""
+        return (self.client == "java" and versions.at_least(self.client_version, versions.TRANSACTION_V2_FROM)
+                and versions.at_least(self.kafka_version, versions.TRANSACTION_V2_FROM))
 
     @classmethod
     def coerce(cls, config: Any) -> tuple[RunConfig, bool]:

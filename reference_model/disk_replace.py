@@ -35,6 +35,9 @@ from kafka_chaos.faults.registry import with_effect
 DISK_REPLACES = with_effect("disk-replace")
 KAFKA_14139 = "KAFKA-14139"
 KAFKA_14139_FIXED_IN = "3.5.0"
+KAFKA_14139_SHAPES = frozenset({"vanished-read", "follower-kept-in-isr", "follower-rejoined-while-cut"})
+"""What else the empty replica's stale re-admission shows besides the loss: the records consumers read before it led
+gone, and a replica in the ISR that never caught up."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,3 +92,17 @@ def controller_expectation(dynamic_quorum: bool) -> ControllerExpectation:
         "controller.quorum.voters names ids only: the empty controller is a voter again at once, with no election "
         "state and no log (KIP-853's motivation: it may vote for a candidate missing committed records); the "
         "operations guide asks that a majority hold the committed log before its disk is formatted")
+
+
+def readmission_rule(anomaly: str, kinds: Iterable[str], kafka_version: str | None) -> DiskReplaceRule | None:
+    """KAFKA-14139's other shapes (`KAFKA_14139_SHAPES`) on a version before KIP-903, in a run with a disk replaced;
+    None otherwise (the general rules judge them)."""
+    if anomaly not in KAFKA_14139_SHAPES or not set(kinds) & DISK_REPLACES or kafka_version is None:
+        return None
+    if versions.at_least(kafka_version, versions.ALTER_PARTITION_BROKER_EPOCH_FROM):
+        return None
+    return DiskReplaceRule(
+        f"Kafka {kafka_version}: a stale AlterPartition, built while the replaced broker's old incarnation was in "
+        "sync, names it by id only and puts its empty replica back into the ISR (KAFKA-14139; KIP-903 adds broker "
+        "epochs in 3.5.0): it sits in the ISR without having fetched, and once elected its empty log removes what "
+        "consumers had read", KAFKA_14139, KAFKA_14139_FIXED_IN)

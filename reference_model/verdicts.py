@@ -34,12 +34,13 @@ from typing import Any, Literal
 
 from kafka_chaos.faults.registry import cutting_off, kinds_of, taking_down, with_effect
 from kafka_chaos.faults.windows import NemesisEvent, faults_from_history
+from kafka_chaos.reference_model.client_defects import client_defect
 from kafka_chaos.reference_model.client_faults import CLIENT_FAULT_KINDS
 from kafka_chaos.reference_model.client_faults import rule_for as client_rule_for
 from kafka_chaos.reference_model.config import RunConfig
 from kafka_chaos.reference_model.disk_faults import DISK_FAULT_KINDS, DiskFaultRule, power_loss_rule
 from kafka_chaos.reference_model.disk_faults import rule_for as disk_rule_for
-from kafka_chaos.reference_model.disk_replace import loss_rule
+from kafka_chaos.reference_model.disk_replace import loss_rule, readmission_rule
 from kafka_chaos.reference_model.dns_faults import NAME_FAULT_KINDS
 from kafka_chaos.reference_model.dns_faults import rule_for as name_rule_for
 from kafka_chaos.reference_model.explore import duplicates_possible
@@ -462,11 +463,13 @@ LIBRDKAFKA_REUSED_SEQUENCE = (
 )
 
 
-def _reused_sequence(i: Mapping[str, Any], what: str) -> Verdict | None:
-    """The loss `checker.anomalies.txn.with_reused_sequences` traced to a sequence reused after an abort."""
+def _reused_sequence(i: Mapping[str, Any], what: str, cfg: RunConfig) -> Verdict | None:
+    """The loss `checker.anomalies.txn.with_reused_sequences` traced to a sequence reused after an abort: a known
+    defect of librdkafka. The Java client bumps its epoch after an abort that follows a timed-out batch (KIP-360:
+    TransactionManager's epoch bump on an expired batch), so from it the same shape is judged by the general rules."""
     mark = i.get("reused_sequence")
     first = mark[0] if isinstance(mark, list) and mark else mark
-    if not isinstance(first, Mapping):
+    if not isinstance(first, Mapping) or cfg.client != "librdkafka":
         return None
     return _known_defect(LIBRDKAFKA_REUSED_SEQUENCE_DEFECT, None,
         f"the {what}: value {first.get('value')} was committed by op {first.get('op')} of process "
@@ -477,16 +480,16 @@ def _reused_sequence(i: Mapping[str, Any], what: str) -> Verdict | None:
 
 
 def _lost_write(i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: FaultSummary) -> Verdict:
-    return _reused_sequence(i, "lost write") or _loss_verdict("lost write", cfg, known, faults)
+    return _reused_sequence(i, "lost write", cfg) or _loss_verdict("lost write", cfg, known, faults)
 
 
 def _unseen(i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: FaultSummary) -> Verdict:
-    return _reused_sequence(i, "unseen acknowledged write") or _loss_verdict(
+    return _reused_sequence(i, "unseen acknowledged write", cfg) or _loss_verdict(
         "unseen acknowledged write", cfg, known, faults)
 
 
 def _inconsistent_offsets(i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: FaultSummary) -> Verdict:
-    reused = _reused_sequence(i, "inconsistent offset")
+    reused = _reused_sequence(i, "inconsistent offset", cfg)
     if reused is not None:
         return reused
     v = _loss_verdict("inconsistent offset", cfg, known, faults)
@@ -627,6 +630,13 @@ KAFKA_17754 = (
 )
 
 
+KAFKA_17754_V2 = (
+    "the run's transactions use transaction version 2 (a 4.0+ broker finalizes it on a new cluster and the Java "
+    "client from 4.0 speaks it), which bumps the producer epoch with every transaction, so a late request of an "
+    "earlier transaction is fenced (KIP-890 part 2)"
+)
+
+
 def _writer_txn(i: Mapping[str, Any]) -> bool:
     return bool(i.get("writer_txn"))
 
@@ -638,6 +648,9 @@ def _g1a(i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: FaultSummary
             f"the reader is read_uncommitted, which returns aborted transactions' records ({KIP_98}; consumer "
             "config isolation.level)"
         )
+    if _writer_txn(i) and faults.link_faults and cfg.transaction_v2:
+        return _violation(f"a regression of KAFKA-17754: an aborted transaction's record committed under a "
+                          f"client-link fault, though {KAFKA_17754_V2}")
     if _writer_txn(i) and faults.link_faults:
         return _known_defect(KAFKA_17754_DEFECT, KAFKA_17754_FIXED_IN,
                              f"an aborted transaction's record committed under a client-link fault: {KAFKA_17754}")
@@ -714,6 +727,9 @@ def _cycle(i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: FaultSumma
     if faults.unclean_election or cfg.unclean:
         return _permitted("an unclean leader election may truncate a log and reuse its offsets, which can order "
                           "versions against time")
+    if faults.link_faults and cfg.transaction_v2:
+        return _violation(f"a regression of KAFKA-17754: a transaction torn by a delayed request under a client-link "
+                          f"fault, though {KAFKA_17754_V2}")
     if faults.link_faults:
         return _known_defect(KAFKA_17754_DEFECT, KAFKA_17754_FIXED_IN,
                              f"a transaction torn by a delayed request under a client-link fault: {KAFKA_17754}")
@@ -828,7 +844,8 @@ def judge(
     verdict = rule(instance, cfg, known, fs)
     if verdict.verdict == "violation":
         return (_request_fault(anomaly, cfg, fs) or _disk_fault(anomaly, cfg, fs) or _name_fault(anomaly, fs)
-                or _client_fault(anomaly, fs) or verdict)
+                or _client_fault(anomaly, fs) or _client_defect(anomaly, cfg, fs) or _readmitted(anomaly, cfg, fs)
+                or verdict)
     return verdict
 
 
@@ -838,7 +855,8 @@ def _request_fault(anomaly: str, cfg: RunConfig, faults: FaultSummary) -> Verdic
     permitted."""
     return _first_permitting(anomaly, (
         (f"{kind} on {api}", rule_for(kind, api, kafka_version=cfg.kafka_version, idempotence=cfg.idempotence,
-                                      transactional=cfg.transactional))
+                                      transactional=cfg.transactional,
+                                      client_transaction_version=2 if cfg.transaction_v2 else None))
         for kind, api in sorted(faults.requests)))
 
 
@@ -874,3 +892,18 @@ def _client_fault(anomaly: str, faults: FaultSummary) -> Verdict | None:
     return _first_permitting(anomaly, ((f"{kind} ({client or 'client'} {version or ''})".replace(" )", ")"),
                                         client_rule_for(kind, client, version))
                                        for kind, client, version in sorted(faults.clients, key=str)))
+
+
+def _client_defect(anomaly: str, cfg: RunConfig, faults: FaultSummary) -> Verdict | None:
+    """A known defect of the run's client release that explains an anomaly the general rules call a violation
+    (reference_model.client_defects); None otherwise."""
+    d = client_defect(anomaly, cfg, leader_changed=faults.leader_affected is not False or faults.link_faults)
+    if d is None:
+        return None
+    return _known_defect(d.name, d.fixed_in, f"{cfg.client} {cfg.client_version or '(installed)'}: {d.reason}")
+
+
+def _readmitted(anomaly: str, cfg: RunConfig, faults: FaultSummary) -> Verdict | None:
+    """KAFKA-14139's shapes other than the loss, on a version that has it (reference_model.disk_replace)."""
+    rule = readmission_rule(anomaly, faults.kinds, cfg.kafka_version)
+    return _known_defect(str(rule.defect), rule.fixed_in, rule.reason) if rule else None

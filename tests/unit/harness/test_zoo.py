@@ -49,7 +49,23 @@ def test_every_zoo_file_of_the_project_validates() -> None:
         for side in ("affected", "fixed"):
             s = b.scenario(side, 0)
             assert s.cluster.kafka_version == b.bug.side(side).kafka_version
-        assert b.bug.affected.kafka_version != b.bug.fixed.kafka_version
+        # the sides differ by Kafka's version, or (a client's bug) by the client or its release
+        assert b.bug.affected.label(b.bug.client) != b.bug.fixed.label(b.bug.client)
+
+
+def test_a_client_bugs_sides_run_its_client_releases_on_one_kafka(tmp_path: Path) -> None:
+    text = GOOD.replace('kafka_version = "4.0.1"', 'kafka_version = "3.8.1"\nclient_version = "2.1.0"').replace(
+        'kafka_version = "4.3.1"', 'kafka_version = "3.8.1"\nclient_version = "2.1.1"')
+    (b,) = load_zoo(directory=_write(tmp_path, text))
+    affected, fixed = b.scenario("affected", 0), b.scenario("fixed", 0)
+    assert (affected.workload.client, affected.workload.client_version) == ("librdkafka", "2.1.0")
+    assert (fixed.workload.client, fixed.workload.client_version) == ("librdkafka", "2.1.1")
+    assert b.bug.affected.label(b.bug.client) == "librdkafka 2.1.0 on Kafka 3.8.1"
+    assert b.bug.fixed.label(b.bug.client) == "librdkafka 2.1.1 on Kafka 3.8.1"
+    (tmp_path / "plain").mkdir()
+    (plain,) = load_zoo(directory=_write(tmp_path / "plain", GOOD))
+    assert plain.scenario("affected", 0).workload.client_version is None
+    assert plain.bug.affected.label(plain.bug.client) == "4.0.1"
 
 
 def test_each_side_runs_its_version_with_its_overrides_and_a_seed_per_attempt(tmp_path: Path) -> None:

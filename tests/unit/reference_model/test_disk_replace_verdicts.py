@@ -52,3 +52,12 @@ def test_a_static_quorum_takes_a_wiped_controller_back_at_once_a_dynamic_one_onl
     assert (static.voter_at_once, static.needs_readd) == (True, False)
     assert (dynamic.voter_at_once, dynamic.needs_readd) == (False, True)
     assert "directory id" in dynamic.reason and "KIP-853" in static.reason
+
+
+@pytest.mark.parametrize("anomaly", ["vanished-read", "follower-kept-in-isr"])
+def test_kafka_14139s_readmitted_empty_replica_shows_as_its_defect_before_3_5_only(anomaly: str) -> None:
+    replaced = FaultSummary.from_events(disk_replace(2))
+    before = judge(anomaly, {"key": "0"}, replace(SAFE, kafka_version="3.4.1"), replaced)
+    assert (before.verdict, before.defect, before.fixed_in) == ("known-defect", "KAFKA-14139", "3.5.0")
+    assert judge(anomaly, {"key": "0"}, replace(SAFE, kafka_version="3.5.0"), replaced).verdict == "violation"
+    assert judge(anomaly, {"key": "0"}, replace(SAFE, kafka_version="3.4.1"), FaultSummary()).verdict == "violation"
