@@ -180,6 +180,24 @@ def test_a_transactional_call_past_its_timeout_answers_a_retriable_timeout(worke
 
 
 @pytest.mark.slow
+def test_offsets_without_a_position_are_left_out_of_the_transaction_as_librdkafka_does(worker: Worker) -> None:
+    """The workload sends its consumer's positions, -1001 where it has none yet: librdkafka leaves those out and
+    sends nothing when none is left (rd_kafka_send_offsets_to_transaction); Java would refuse a negative offset."""
+    config = java_settings({"bootstrap.servers": UNREACHABLE, "transactional.id": "kc-test",
+                            "enable.idempotence": True, "acks": "all", "delivery.timeout.ms": 60000})
+    worker.ok("create", handle="p", kind="producer", config=config)
+    worker.ok("create", handle="c", kind="consumer",
+              config=java_settings({"bootstrap.servers": UNREACHABLE, "group.id": "g", "enable.auto.commit": False}))
+    assert worker.ok("send_offsets_to_transaction", handle="p", consumer="c",
+                     offsets=[["t", 0, -1001], ["t", 1, -1001]], timeout=5) is None
+    # a valid offset reaches the client, which refuses it outside a transaction
+    state = worker.call("send_offsets_to_transaction", handle="p", consumer="c",
+                        offsets=[["t", 0, -1001], ["t", 1, 7]], timeout=5)["error"]
+    assert state["name"] == "_STATE", state
+    assert worker.exit() == 0
+
+
+@pytest.mark.slow
 def test_a_consumer_assigns_and_knows_no_position_before_fetching(worker: Worker) -> None:
     worker.ok("create", handle="c", kind="consumer",
               config=java_settings({"bootstrap.servers": UNREACHABLE, "group.id": "g", "enable.auto.commit": False}))

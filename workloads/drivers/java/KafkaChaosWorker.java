@@ -489,9 +489,16 @@ public final class KafkaChaosWorker {
         Map<TopicPartition, OffsetAndMetadata> offsets = new LinkedHashMap<>();
         for (Object o : (List<?>) req.get("offsets")) {
             List<?> tpo = (List<?>) o;
-            offsets.put(new TopicPartition((String) tpo.get(0), ((Number) tpo.get(1)).intValue()),
-                    new OffsetAndMetadata(((Number) tpo.get(2)).longValue()));
+            long offset = ((Number) tpo.get(2)).longValue();
+            // librdkafka leaves out the partitions without a position (a logical offset < 0: nothing consumed
+            // yet) and, when none is left, sends nothing and succeeds (rd_kafka_send_offsets_to_transaction,
+            // rd_kafka_topic_partition_match_valid_offset); OffsetAndMetadata refuses a negative offset
+            if (offset >= 0) {
+                offsets.put(new TopicPartition((String) tpo.get(0), ((Number) tpo.get(1)).intValue()),
+                        new OffsetAndMetadata(offset));
+            }
         }
+        if (offsets.isEmpty()) return null;
         producer(h).sendOffsetsToTransaction(offsets, group);
         return null;
     }
