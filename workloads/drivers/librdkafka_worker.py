@@ -70,8 +70,16 @@ class Worker:
             else:
                 emit({"event": "delivery", "handle": handle, "tag": tag, "error": error_of(err)})
 
-        self.clients[handle].produce(r["topic"], value=r["value"].encode("latin-1"), partition=r["partition"],
-                                     on_delivery=on_delivery)
+        client = self.clients[handle]
+        while True:
+            try:
+                client.produce(r["topic"], value=r["value"].encode("latin-1"), partition=r["partition"],
+                               on_delivery=on_delivery)
+                return
+            except BufferError:
+                if not r.get("queue_wait"):
+                    raise
+                client.poll(0.05)  # the harness streamed this send: wait here until the queue takes it
 
     def poll(self, r: dict[str, Any]) -> None:
         self.clients[r["handle"]].poll(r.get("timeout", 0))

@@ -57,6 +57,8 @@ class WorkerProcess:
         self._replies: dict[int, protocol.Reply | None] = {}
         self._arrived = threading.Condition(self._lock)
         self._deliveries: dict[str, list[protocol.Delivery]] = {}
+        self._sent: dict[int, tuple[str, int]] = {}
+        """Produces sent without waiting (`send`): request id → (handle, tag), until the worker answers."""
         self._ready = threading.Event()
         self._dead = False
         # its own session: a Ctrl-C at the terminal reaches the harness, which stops the worker itself
@@ -89,7 +91,14 @@ class WorkerProcess:
                     self._arrived.notify_all()
             elif isinstance(msg, protocol.Reply):
                 with self._lock:
-                    if msg.id in self._replies:  # else: a call that gave up long ago
+                    sent = self._sent.pop(msg.id, None)
+                    if sent is not None:  # a produce sent without waiting: a refusal is its failed delivery
+                        if msg.error is not None:
+                            handle, tag = sent
+                            self._deliveries.setdefault(handle, []).append(
+                                protocol.Delivery(handle, tag, error=msg.error))
+                            self._arrived.notify_all()
+                    elif msg.id in self._replies:  # else: a call that gave up long ago
                         self._replies[msg.id] = msg
                         self._arrived.notify_all()
             elif line.strip():
@@ -127,6 +136,26 @@ class WorkerProcess:
         if reply.error is not None:
             protocol.raise_error(reply.error)
         return reply.ok
+
+    def send(self, op: str, *, handle: str, tag: int, **fields: Any) -> None:
+        """A produce written without waiting for its reply, so sends stream to the worker (one round trip per
+        record would cap a worker's throughput far below the client's): the worker queues it, waiting itself
+        while its client's queue is full (`queue_wait`), and a refusal comes back as the record's failed
+        delivery, as librdkafka reports an error it finds after produce() returned."""
+        id_ = next(self._ids)
+        with self._lock:
+            if self._dead:
+                protocol.raise_error(protocol.local_error("_TRANSPORT", f"client worker {self.name} has exited"))
+            self._sent[id_] = (handle, tag)
+        line = protocol.request(id_, op, handle=handle, tag=tag, queue_wait=True, **fields)
+        try:
+            with self._write:
+                assert self.proc.stdin is not None
+                self.proc.stdin.write(line + "\n")
+        except (BrokenPipeError, ValueError, OSError):
+            with self._lock:
+                self._sent.pop(id_, None)
+            protocol.raise_error(protocol.local_error("_TRANSPORT", f"client worker {self.name} has exited"))
 
     def _wait(self, id_: int, budget_s: float | None) -> protocol.Reply:
         """The reply to `id_`; time spent frozen does not count against `budget_s` (None: wait as long as the
@@ -245,8 +274,12 @@ class GroupMetadata:
 class RemoteProducer:
     """A producer in a worker, with confluent_kafka.Producer's methods the workloads use."""
 
-    def __init__(self, worker: WorkerProcess, handle: str) -> None:
+    def __init__(self, worker: WorkerProcess, handle: str, streamed: bool = False) -> None:
         self.worker, self.handle = worker, handle
+        self.streamed = streamed
+        """Sends written without waiting for the worker's answer (`WorkerProcess.send`): a plain producer's. A
+        transactional producer waits for each, since a send refused in a failed transaction must raise at once,
+        as confluent-kafka's produce() does, for the workload to abort."""
         self._tags = itertools.count()
         self._pending: dict[int, tuple[Callable[..., None] | None, str, int, bytes]] = {}
 
@@ -255,8 +288,12 @@ class RemoteProducer:
         tag = next(self._tags)
         self._pending[tag] = (on_delivery, topic, partition, value or b"")
         try:
-            self.worker.call("produce", handle=self.handle, topic=topic, partition=partition,
-                             value=protocol.text(value), tag=tag)
+            if self.streamed:
+                self.worker.send("produce", handle=self.handle, topic=topic, partition=partition,
+                                 value=protocol.text(value), tag=tag)
+            else:
+                self.worker.call("produce", handle=self.handle, topic=topic, partition=partition,
+                                 value=protocol.text(value), tag=tag)
         except BaseException:
             del self._pending[tag]
             raise
@@ -394,7 +431,7 @@ class OutOfProcessDriver:
         return worker, handle
 
     def producer(self, config: dict[str, Any], process: int) -> RemoteProducer:
-        return RemoteProducer(*self._create("producer", config, process))
+        return RemoteProducer(*self._create("producer", config, process), streamed="transactional.id" not in config)
 
     def consumer(self, config: dict[str, Any], process: int) -> RemoteConsumer:
         return RemoteConsumer(*self._create("consumer", config, process))
