@@ -5,7 +5,7 @@ image ships it); each driver produces through the driver interface without waiti
 deliveries and flushes. Prints records/s of each and its ratio to ProducerPerformance beside the target
 (in-process librdkafka ≥ 1.0×, pinned-version librdkafka ≥ 0.8×, Java driver ≥ 0.8×).
 
-    .venv/bin/python bench/client_drivers.py [--records 100000] [--record-size 100] [--repeat 1]
+    .venv/bin/python bench/client_drivers.py [--records 200000] [--record-size 100] [--repeat 1]
 
 The timed part of a driver starts once its producer exists (a worker process started, a JVM warm) and ends when
 flush() returns, as ProducerPerformance times its send loop and flush but not the JVM's start. `--repeat` runs
@@ -136,7 +136,11 @@ def kafka_perf(cluster: Any, records: int, record_size: int) -> PerfSummary:
 def produce_all(driver: Any, bootstrap: str, records: int, record_size: int, process: int) -> tuple[int, int, float]:
     """(acknowledged, failed, seconds): `records` records through the driver's producer, timed from the first
     produce to the end of the flush."""
+    from kafka_chaos.cluster.logs import client_logger
+
+    # the logger keeps an in-process client's lines off the table (a worker logs to its stderr instead)
     conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "client.id": f"client-bench-{process}",
+                            "logger": client_logger(),
                             **{k: (v == "true" if v in ("true", "false") else v) for k, v in SETTINGS.items()}}
     producer = driver.producer(conf, process)
     value = payload(record_size)
@@ -211,7 +215,7 @@ def run(args: argparse.Namespace, console: Console) -> tuple[Row, list[Row]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--records", type=int, default=100_000, help="records each producer sends")
+    parser.add_argument("--records", type=int, default=200_000, help="records each producer sends")
     parser.add_argument("--record-size", type=int, default=100, help="bytes per record value")
     parser.add_argument("--repeat", type=int, default=1, help="rounds; each row shows its median")
     parser.add_argument("--pinned", default="2.6.1", help="the confluent-kafka release of the pinned driver")
