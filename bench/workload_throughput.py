@@ -23,14 +23,20 @@ from kafka_chaos.history import History
 from kafka_chaos.workloads import ProducerSettings, ProducerWorkload
 
 
-def kafka_perf(cluster: KafkaCluster, topic: str, records: int, producer_props: dict[str, str]) -> float:
+def perf_test(cluster: KafkaCluster, topic: str, records: int, record_size: int,
+              producer_props: dict[str, str]) -> tuple[int | None, str]:
+    """Kafka's ProducerPerformance, unthrottled, inside the first broker's container: (exit code, output)."""
     node = cluster.brokers[0]
     props = " ".join(f"{k}={v}" for k, v in producer_props.items())
     bootstrap = ",".join(f"{b.alias}:{b.internal_port}" for b in cluster.brokers)
     cmd = (f"KAFKA_HEAP_OPTS=-Xmx256m kafka-producer-perf-test.sh --topic {topic} --num-records {records} "
-           f"--record-size 100 --throughput -1 --producer-props bootstrap.servers={bootstrap} {props}")
+           f"--record-size {record_size} --throughput -1 --producer-props bootstrap.servers={bootstrap} {props}")
     code, out = node.container.exec_run(["sh", "-c", cmd])
-    text = out.decode(errors="replace") if isinstance(out, bytes) else ""
+    return code, out.decode(errors="replace") if isinstance(out, bytes) else ""
+
+
+def kafka_perf(cluster: KafkaCluster, topic: str, records: int, producer_props: dict[str, str]) -> float:
+    code, text = perf_test(cluster, topic, records, 100, producer_props)
     m = re.findall(r"([\d.]+) records/sec", text)
     if code != 0 or not m:
         raise RuntimeError(f"ProducerPerformance failed:\n{text[-2000:]}")
