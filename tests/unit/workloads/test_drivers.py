@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -87,13 +88,27 @@ def test_deliveries_run_their_callbacks_on_the_polling_thread_with_the_workers_o
 
 
 def test_errors_are_raised_as_confluent_kafka_raises_them(fake: Any) -> None:
-    producer = fake.producer({}, 1)
+    producer = fake.producer({"transactional.id": "t-1"}, 1)
     with pytest.raises(BufferError):
         producer.produce("t", value=b"x", partition=7)
     with pytest.raises(KafkaException) as raised:
         producer.commit_transaction(5)
     err = raised.value.args[0]
     assert err.code() == KafkaError.INVALID_PRODUCER_EPOCH and err.txn_requires_abort() and not err.fatal()
+
+
+def test_a_plain_producers_streamed_send_comes_back_refused_as_its_failed_delivery(fake: Any) -> None:
+    """A plain producer does not wait for each send's answer (throughput): the worker's refusal of one becomes
+    that record's delivery error, served by poll like any other; a transactional producer waits and raises."""
+    producer = fake.producer({}, 11)
+    assert producer.streamed and not fake.producer({"transactional.id": "t-2"}, 12).streamed
+    outcomes: list[tuple[Any, Any]] = []
+    producer.produce("t", value=b"x", partition=7, on_delivery=lambda err, msg: outcomes.append((err, msg)))
+    deadline = time.monotonic() + 10
+    while not outcomes and time.monotonic() < deadline:
+        producer.poll(0.1)
+    ((err, msg),) = outcomes
+    assert err.code() == KafkaError._QUEUE_FULL and msg.offset() is None and msg.partition() == 7
 
 
 def test_a_consumer_reads_records_as_messages_and_shares_the_producers_worker(fake: Any) -> None:
