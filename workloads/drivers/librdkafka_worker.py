@@ -18,9 +18,14 @@ _out = threading.Lock()
 
 
 def emit(obj: dict[str, Any]) -> None:
+    """One line out; flushed by the main loop after each request it must answer at once (`main`)."""
     line = json.dumps(obj, separators=(",", ":"))
     with _out:
         sys.stdout.write(line + "\n")
+
+
+def flush() -> None:
+    with _out:
         sys.stdout.flush()
 
 
@@ -142,6 +147,7 @@ class Worker:
 
 def main() -> int:
     emit({"event": "ready", "client": "librdkafka", "version": confluent_kafka.libversion()[0]})
+    flush()
     worker = Worker()
     for line in sys.stdin:
         if not line.strip():
@@ -149,11 +155,16 @@ def main() -> int:
         r = json.loads(line)
         if r.get("op") == "exit":
             emit({"id": r["id"], "ok": None})
+            flush()
             return 0
         try:
             emit({"id": r["id"], "ok": worker.handle(r)})
         except BaseException as err:  # every failure is the request's reply; the worker goes on
             emit({"id": r["id"], "error": error_of(err)})
+        if not r.get("queue_wait"):
+            # a streamed send waits for no answer: its reply and its deliveries go out with the next call's
+            flush()
+    flush()
     return 0
 
 

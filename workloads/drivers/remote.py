@@ -63,7 +63,7 @@ class WorkerProcess:
         self._dead = False
         # its own session: a Ctrl-C at the terminal reaches the harness, which stops the worker itself
         self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True, encoding="utf-8", bufsize=1, start_new_session=True)
+                                     text=True, encoding="utf-8", start_new_session=True)
         _LIVE.add(self)
         threading.Thread(target=self._read, name=f"{name}-out", daemon=True).start()
         threading.Thread(target=self._log, name=f"{name}-err", daemon=True).start()
@@ -141,7 +141,8 @@ class WorkerProcess:
         """A produce written without waiting for its reply, so sends stream to the worker (one round trip per
         record would cap a worker's throughput far below the client's): the worker queues it, waiting itself
         while its client's queue is full (`queue_wait`), and a refusal comes back as the record's failed
-        delivery, as librdkafka reports an error it finds after produce() returned."""
+        delivery, as librdkafka reports an error it finds after produce() returned. The line is not flushed: the
+        next call (a poll, a flush) carries it with the others, in order, in one write."""
         id_ = next(self._ids)
         with self._lock:
             if self._dead:

@@ -48,7 +48,9 @@ import org.apache.kafka.common.utils.AppInfoParser;
 public final class KafkaChaosWorker {
     static final long OFFSET_INVALID = -1001;  // librdkafka's "no position yet"
     static final Object OUT_LOCK = new Object();
-    static final OutputStream OUT = System.out;  // the protocol's channel; anything else printed goes to stderr
+    // the protocol's channel (anything else printed goes to stderr); buffered here, flushed by emit or the flusher
+    static final OutputStream OUT = new java.io.BufferedOutputStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), 1 << 16);
+    static boolean unflushed;  // guarded by OUT_LOCK: lines written by emitLater and not yet flushed
     static final Map<String, Handle> HANDLES = new ConcurrentHashMap<>();
     // poll and flush only wait, so they run beside a handle's client calls rather than queue behind them
     static final ExecutorService WAITERS = Executors.newCachedThreadPool(daemon("kc-wait"));
@@ -104,6 +106,7 @@ public final class KafkaChaosWorker {
         ready.put("client", "java");
         ready.put("version", AppInfoParser.getVersion());
         emit(ready);
+        TIMERS.scheduleAtFixedRate(KafkaChaosWorker::flushPending, FLUSH_MS, FLUSH_MS, TimeUnit.MILLISECONDS);
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         String line;
         while ((line = in.readLine()) != null) {
@@ -230,13 +233,38 @@ public final class KafkaChaosWorker {
     }
 
     static void emit(Map<String, Object> m) {
+        write(m, true);
+    }
+
+    /** A line nobody waits on at once (a delivery, a streamed send's reply): flushed within FLUSH_MS by the
+     *  flusher, or with the next emit, so a stream of sends costs no write per record. */
+    static void emitLater(Map<String, Object> m) {
+        write(m, false);
+    }
+
+    static final long FLUSH_MS = 2;
+
+    static void write(Map<String, Object> m, boolean now) {
         byte[] line = (Json.write(m) + "\n").getBytes(StandardCharsets.UTF_8);
         synchronized (OUT_LOCK) {
             try {
                 OUT.write(line);
-                OUT.flush();
+                if (now) OUT.flush();
+                unflushed = !now;
             } catch (java.io.IOException e) {
                 System.exit(0);  // stdout closed: the harness went away
+            }
+        }
+    }
+
+    static void flushPending() {
+        synchronized (OUT_LOCK) {
+            if (!unflushed) return;
+            try {
+                OUT.flush();
+                unflushed = false;
+            } catch (java.io.IOException e) {
+                System.exit(0);
             }
         }
     }
@@ -415,7 +443,7 @@ public final class KafkaChaosWorker {
                         return;
                     }
                 }
-                emit(ev);
+                emitLater(ev);
                 h.delivered();
             });
         } catch (Throwable t) {
@@ -433,9 +461,13 @@ public final class KafkaChaosWorker {
             d.sendReturned = true;
             held = d.held;
         }
-        reply(id, null);
+        Map<String, Object> ok = new LinkedHashMap<>();
+        ok.put("id", id);
+        ok.put("ok", null);
+        if (Boolean.TRUE.equals(req.get("queue_wait"))) emitLater(ok);  // a streamed send: nobody waits on it
+        else emit(ok);
         if (held != null) {
-            emit(held);
+            emitLater(held);
             h.delivered();
         }
     }
