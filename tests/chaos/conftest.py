@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
 
+from kafka_chaos.cluster.logs import client_logger
 from kafka_chaos.faults.nemesis import FRAME_FAULT
 from kafka_chaos.harness.run import RunResult
 from kafka_chaos.rundir import SENDS_FILE
@@ -95,3 +97,29 @@ def leader_changes(result: RunResult, key: str) -> list[tuple[int, int | None, l
         if s["key"] == key and (not out or out[-1][1] != s["leader"]):
             out.append((s["time"], s["leader"], s["isr"]))
     return out
+
+
+class _ClientLog(logging.Handler):
+    """The workload clients' log lines of a run (in-process librdkafka and out-of-process workers both log to
+    `client_logger()`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+def run_logging_clients(chaos_run: Any, scenario: dict[str, Any]) -> tuple[RunResult, list[str]]:
+    """`chaos_run(scenario)` with the clients' log captured at info (librdkafka logs a request's timeout,
+    REQTMOUT, there; the Java worker which transaction protocol it speaks)."""
+    log, client_log = _ClientLog(), client_logger()
+    level = client_log.level
+    client_log.addHandler(log)
+    client_log.setLevel(logging.INFO)
+    try:
+        return chaos_run(scenario), log.lines
+    finally:
+        client_log.removeHandler(log)
+        client_log.setLevel(level)

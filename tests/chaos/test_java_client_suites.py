@@ -5,15 +5,13 @@ librdkafka suites' own. Asserts on the history."""
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 import pytest
 
-from kafka_chaos.cluster.logs import client_logger
 from kafka_chaos.harness.run import RunResult
 
-from .conftest import events, nemesis
+from .conftest import events, nemesis, run_logging_clients
 
 pytestmark = [pytest.mark.cluster, pytest.mark.chaos,
               pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")]
@@ -74,29 +72,6 @@ def test_the_java_producer_loses_nothing_when_the_partition_leader_is_killed(cha
     after = [e for e in events(result) if e["f"] == "send" and e["type"] == "ok" and e["time"] > kill["time"]]
     assert after, "the Java producers sent nothing acknowledged after the kill"
     assert_nothing_lost(result)
-
-
-class _ClientLog(logging.Handler):
-    """The client workers' stderr lines of a run (out-of-process clients log to `client_logger()`)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(record.getMessage())
-
-
-def run_logging_clients(chaos_run: Any, scenario: dict[str, Any]) -> tuple[RunResult, list[str]]:
-    log, client_log = _ClientLog(), client_logger()
-    level = client_log.level
-    client_log.addHandler(log)
-    client_log.setLevel(logging.INFO)
-    try:
-        return chaos_run(scenario), log.lines
-    finally:
-        client_log.removeHandler(log)
-        client_log.setLevel(level)
 
 
 def readers(result: RunResult) -> dict[str, set[tuple[str, int]]]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import time
 from collections import Counter
 from pathlib import Path
@@ -19,7 +18,7 @@ from kafka_chaos.harness.run import RunResult
 from kafka_chaos.history import History
 from kafka_chaos.workloads.recorder import parse_payload, payload
 
-from .conftest import events, nemesis
+from .conftest import events, nemesis, run_logging_clients
 
 # a workload thread that dies stops invoking ops: the run would look clean for want of transactions
 pytestmark = [pytest.mark.cluster, pytest.mark.chaos,
@@ -154,17 +153,6 @@ def end_txns_in_flight(result: RunResult, start: int, end: int) -> list[dict[str
             and e["time"] - e["end_txn"]["ns"] <= end and e["time"] >= start]
 
 
-class _ClientLog(logging.Handler):
-    """librdkafka's log lines of a run (the workload's clients log to `client_logger()`)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(record.getMessage())
-
-
 # nightly: the KAFKA-17754 shape by a slowed link, found by luck; make test makes the same shape on purpose, every
 # time, with a held EndTxn (tests/chaos/test_kafka_17754.py)
 @pytest.mark.nightly
@@ -183,15 +171,7 @@ def test_kafka_17754_shape_delayed_end_txn_on_the_coordinators_link(chaos_run, v
                 "cluster": {"nodes": 3, "toxiproxy": True, **({"kafka_version": version} if version else {})},
                 "workload": {**BASE["workload"], "txn_socket_timeout_ms": 3000},
                 "faults": {"schedule": [{**LATENCY, "at_s": 4}, {**LATENCY, "at_s": 17}]}}
-    log, client_log = _ClientLog(), client_logger()
-    level = client_log.level
-    client_log.addHandler(log)
-    client_log.setLevel(logging.INFO)  # librdkafka logs a request's timeout (REQTMOUT) at info
-    try:
-        result = chaos_run(scenario)
-    finally:
-        client_log.removeHandler(log)
-        client_log.setLevel(level)
+    result, client_lines = run_logging_clients(chaos_run, scenario)
     r = result.results
     slowed = nemesis(result, "latency")
     heals = nemesis(result, "heal-link")
@@ -201,7 +181,7 @@ def test_kafka_17754_shape_delayed_end_txn_on_the_coordinators_link(chaos_run, v
     at_start = [len(end_txns_in_flight(result, start, start)) for start, _ in windows]
     outcomes = [dict(Counter((e["end_txn"]["result"], e["type"]) for e in txns)) for txns in in_flight]
     # librdkafka names the coordinator's connection TxnCoordinator: its requests that timed out, by name
-    timed_out = Counter(line.split("Timed out ", 1)[1].split(" ", 1)[0] for line in log.lines
+    timed_out = Counter(line.split("Timed out ", 1)[1].split(" ", 1)[0] for line in client_lines
                         if "Timed out " in line and "Request in flight" in line and "Txn" in line)
     found = Counter((name, i.get("isolation", ""), i["verdict"]) for name, insts in r["anomalies"].items()
                     for i in insts)
