@@ -114,24 +114,33 @@ class WorkerProcess:
         for line in self.proc.stderr:
             log.info("%s: %s", self.name, line.rstrip())
 
-    def call(self, op: str, timeout_s: float | None = None, **fields: Any) -> Any:
-        """One request; its reply's value, or its error raised as confluent-kafka raises it. `timeout_s`: the
-        call's own timeout (None: none), beyond which the harness waits CALL_GRACE_S of unfrozen time."""
+    def _gone(self) -> dict[str, Any]:
+        return protocol.local_error("_TRANSPORT", f"client worker {self.name} has exited")
+
+    def _post(self, op: str, pending: dict[int, Any], entry: Any, *, flush: bool, **fields: Any) -> int:
+        """Write one request under a new id, kept in `pending` (with `entry`) until its reply; a worker that has
+        exited raises _TRANSPORT, as confluent-kafka raises a transport error, and keeps nothing pending."""
         id_ = next(self._ids)
         with self._lock:
             if self._dead:
-                protocol.raise_error(protocol.local_error("_TRANSPORT", f"client worker {self.name} has exited"))
-            self._replies[id_] = None
-        line = protocol.request(id_, op, **fields)
+                protocol.raise_error(self._gone())
+            pending[id_] = entry
         try:
             with self._write:
                 assert self.proc.stdin is not None
-                self.proc.stdin.write(line + "\n")
-                self.proc.stdin.flush()
+                self.proc.stdin.write(protocol.request(id_, op, **fields) + "\n")
+                if flush:
+                    self.proc.stdin.flush()
         except (BrokenPipeError, ValueError, OSError):
             with self._lock:
-                self._replies.pop(id_, None)
-            protocol.raise_error(protocol.local_error("_TRANSPORT", f"client worker {self.name} has exited"))
+                pending.pop(id_, None)
+            protocol.raise_error(self._gone())
+        return id_
+
+    def call(self, op: str, timeout_s: float | None = None, **fields: Any) -> Any:
+        """One request; its reply's value, or its error raised as confluent-kafka raises it. `timeout_s`: the
+        call's own timeout (None: none), beyond which the harness waits CALL_GRACE_S of unfrozen time."""
+        id_ = self._post(op, self._replies, None, flush=True, **fields)
         reply = self._wait(id_, None if timeout_s is None else timeout_s + CALL_GRACE_S)
         if reply.error is not None:
             protocol.raise_error(reply.error)
@@ -143,20 +152,7 @@ class WorkerProcess:
         while its client's queue is full (`queue_wait`), and a refusal comes back as the record's failed
         delivery, as librdkafka reports an error it finds after produce() returned. The line is not flushed: the
         next call (a poll, a flush) carries it with the others, in order, in one write."""
-        id_ = next(self._ids)
-        with self._lock:
-            if self._dead:
-                protocol.raise_error(protocol.local_error("_TRANSPORT", f"client worker {self.name} has exited"))
-            self._sent[id_] = (handle, tag)
-        line = protocol.request(id_, op, handle=handle, tag=tag, queue_wait=True, **fields)
-        try:
-            with self._write:
-                assert self.proc.stdin is not None
-                self.proc.stdin.write(line + "\n")
-        except (BrokenPipeError, ValueError, OSError):
-            with self._lock:
-                self._sent.pop(id_, None)
-            protocol.raise_error(protocol.local_error("_TRANSPORT", f"client worker {self.name} has exited"))
+        self._post(op, self._sent, (handle, tag), flush=False, handle=handle, tag=tag, queue_wait=True, **fields)
 
     def _wait(self, id_: int, budget_s: float | None) -> protocol.Reply:
         """The reply to `id_`; time spent frozen does not count against `budget_s` (None: wait as long as the
@@ -170,8 +166,7 @@ class WorkerProcess:
                     return reply
                 if self._dead:
                     del self._replies[id_]
-                    return protocol.Reply(id_, error=protocol.local_error(
-                        "_TRANSPORT", f"client worker {self.name} has exited"))
+                    return protocol.Reply(id_, error=self._gone())
                 now = time.monotonic()
                 if budget_s is not None and not self.frozen:
                     budget_s -= now - last
