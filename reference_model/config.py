@@ -14,6 +14,7 @@ from typing import Any
 
 from kafka_chaos import node_ids, versions
 from kafka_chaos.reference_model.model import Acks
+from kafka_chaos.reference_model.request_faults import transaction_version_2
 
 __all__ = ["CLIENT_DEFAULTS_MS", "KAFKA_DEFAULTS", "RunConfig", "Timeouts"]
 
@@ -219,12 +220,17 @@ class RunConfig:
         )
 
     @property
+    def client_transaction_version(self) -> int:
+        """The transaction protocol the client asks for: 2 from the Java client 4.0 on, 1 from librdkafka, which
+        does not speak 2 (confluentinc/librdkafka#5423)."""
+        return 2 if self.client == "java" and versions.at_least(self.client_version,
+                                                                versions.TRANSACTION_V2_FROM) else 1
+
+    @property
     def transaction_v2(self) -> bool:
-        """Whether transactions run KIP-890's protocol version 2 (an epoch bump per transaction): Kafka 4.0+
-        finalizes transaction.version 2 on a new cluster, and of the clients only the Java client from 4.0 speaks
-        it (librdkafka does not: confluentinc/librdkafka#5423)."""
-        return (self.client == "java" and versions.at_least(self.client_version, versions.TRANSACTION_V2_FROM)
-                and versions.at_least(self.kafka_version, versions.TRANSACTION_V2_FROM))
+        """Whether transactions run KIP-890's protocol version 2 (an epoch bump per transaction): a client that
+        asks for it and a 4.0+ broker, which finalizes it on a new cluster (request_faults.transaction_version_2)."""
+        return transaction_version_2(self.kafka_version, self.client_transaction_version)
 
     @classmethod
     def coerce(cls, config: Any) -> tuple[RunConfig, bool]:

@@ -856,7 +856,7 @@ def _request_fault(anomaly: str, cfg: RunConfig, faults: FaultSummary) -> Verdic
     return _first_permitting(anomaly, (
         (f"{kind} on {api}", rule_for(kind, api, kafka_version=cfg.kafka_version, idempotence=cfg.idempotence,
                                       transactional=cfg.transactional,
-                                      client_transaction_version=2 if cfg.transaction_v2 else None))
+                                      client_transaction_version=cfg.client_transaction_version))
         for kind, api in sorted(faults.requests)))
 
 
