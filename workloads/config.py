@@ -47,6 +47,10 @@ class WorkloadConfig(BaseModel):
     kind: Literal["queue", "txn"] = Field("queue", description="queue (default) or txn (workloads.txn)")
     txn_keys: int = Field(2, ge=1, le=64, description="txn: distinct keys (partitions) written per transaction")
     txn_abort_share: float = Field(0.1, ge=0, le=1, description="txn: share of transactions aborted on purpose")
+    txn_abort_wait_ms: int | None = Field(
+        None, ge=1, description="txn: before an abort on purpose, wait up to this long for the transaction's sends "
+        "to be acknowledged (flush), so the abort ends a transaction whose partitions were added and records "
+        "written; unset: abort right after the sends, which may leave nothing on the brokers to abort")
     txn_mixed_share: float = Field(0.3, ge=0, le=1,
                                    description="txn: share that poll and send in one transaction (offsets in it)")
     txn_socket_timeout_ms: int | None = Field(

@@ -275,6 +275,9 @@ class TxnProducerThread:
                 # before the commit: aborting is certain to leave nothing committed, if the abort succeeds
                 raise _Outcome("fail", err) from err
             if abort:
+                if c.txn_abort_wait_ms:
+                    # a flush may end early on a failed delivery: the abort goes ahead whatever was acknowledged
+                    producer.flush(c.txn_abort_wait_ms / 1000)
                 raise _Outcome("fail", "aborted on purpose")
             try:
                 end_txn.update(result="commit", started=time.monotonic_ns())

@@ -37,3 +37,50 @@ def test_the_run_builds_the_scenarios_workload() -> None:
 
     assert isinstance(default_workload(parse_scenario({"name": "t", "workload": {"kind": "txn"}})), TxnWorkload)
     assert isinstance(default_workload(parse_scenario({"name": "q"})), QueueWorkload)
+
+
+class _CallLog:
+    """A producer and recorder that note what the workload asked, in order (no client, no broker)."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+        self.ops: list[tuple[str, str]] = []
+
+    def new_process(self) -> int:
+        return 0
+
+    def record(self, process: int | str, type_: str, f: str, value: object, error: object = None,
+               extra: object = None) -> None:
+        self.ops.append((type_, f))
+
+    def begin_transaction(self) -> None:
+        self.calls.append("begin")
+
+    def produce(self, *args: object, **kwargs: object) -> None:
+        self.calls.append("produce")
+
+    def flush(self, timeout: float = 0) -> int:
+        self.calls.append(f"flush {timeout}")
+        return 0
+
+    def abort_transaction(self, timeout: float = 0) -> None:
+        self.calls.append("abort")
+
+    def poll(self, timeout: float = 0) -> int:
+        return 0
+
+
+@pytest.mark.parametrize("wait_ms", [None, 2500])
+def test_an_abort_on_purpose_waits_for_its_sends_only_when_asked(wait_ms: int | None) -> None:
+    import itertools
+
+    from kafka_chaos.workloads.txn import TxnProducerThread
+
+    s = parse_scenario({"name": "t", "workload": {"kind": "txn", "txn_keys": 2, "txn_abort_share": 1,
+                                                  "txn_mixed_share": 0, "txn_abort_wait_ms": wait_ms}})
+    log = _CallLog()
+    thread = TxnProducerThread("b:9092", "t", 3, s.workload, log, itertools.count(), 0, seed=1)  # type: ignore[arg-type]
+    thread._one(0, log, None, 5.0)  # type: ignore[arg-type]
+    waited = ["flush 2.5"] if wait_ms else []
+    assert log.calls == ["begin", "produce", "produce", *waited, "abort"]
+    assert log.ops == [("invoke", "txn"), ("fail", "txn")]
