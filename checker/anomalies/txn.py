@@ -182,7 +182,9 @@ def with_reused_sequences(found: dict[str, list[dict[str, Any]]], txns: TxnHisto
 
     The shape, all in the history: a process's `txn` op failed (its abort returned) with a send to a partition
     that was never acknowledged (no offset), its next op that sent to that partition committed a value there,
-    acknowledged at an offset where readers found the aborted send's value instead. librdkafka purges the
+    acknowledged at an offset where readers found the aborted send's value instead. Ops between the two that
+    also aborted with their send to that partition unacknowledged do not break the shape: each abort moves the
+    sequence base back to the same place. librdkafka purges the
     messages still queued when a transaction aborts, and moves the partition's sequence base past them as if
     they had never been sent (rd_kafka_toppar_purge_queues; since v2.3.0, #4438, a message whose request timed
     out counts as not persisted); but a timed-out request may have been appended. The next transaction's first
@@ -214,15 +216,11 @@ def with_reused_sequences(found: dict[str, list[dict[str, Any]]], txns: TxnHisto
             if (key, offset, value) not in acked:
                 continue
             committed, position = acked[(key, offset, value)]
-            ops = by_process[committed.process]
-            before = next((ops[j] for j in range(position - 1, -1, -1)
-                           if any(k == key for k, _, _ in _sends(ops[j]))), None)
-            if before is None or before.type != "fail":
-                continue
-            lost = [v for k, o, v in _sends(before) if k == key and o is None and v in others and v != value]
-            if lost:
+            found_abort = _aborted_send_at(by_process[committed.process][:position], key, set(others) - {value})
+            if found_abort is not None:
+                before, lost = found_abort
                 mark: dict[str, Any] = {"process": committed.process, "key": key, "offset": offset,
-                                        "value": value, "op": committed.invoke, "aborted_value": lost[0],
+                                        "value": value, "op": committed.invoke, "aborted_value": lost,
                                         "aborted_op": before.invoke}
                 inst["reused_sequence"] = mark
                 reused[(key, value)] = mark
@@ -236,6 +234,24 @@ def with_reused_sequences(found: dict[str, list[dict[str, Any]]], txns: TxnHisto
         marks = [reused.get((str(inst["key"]), int(v))) for v in inst.get("values") or []]
         if marks and all(marks):
             inst["reused_sequence"] = marks[0] if len(marks) == 1 else marks
+
+
+def _aborted_send_at(earlier: list[Txn], key: str, at_offset: set[int]) -> tuple[Txn, int] | None:
+    """The aborted op (and its value) whose sequence the process's next send to `key` carried: walking back from
+    the committed op through the ops that sent to `key`, each one aborted with that send unacknowledged (every
+    such abort purged the send and moved the sequence base back again, so a run of them hands the first one's
+    sequence on), the first whose value the log holds at the committed value's offset (`at_offset`). None when
+    an op that committed, ended unknown or had its send to `key` acknowledged comes first: the sequence moved on."""
+    for t in reversed(earlier):
+        sent = [(o, v) for k, o, v in _sends(t) if k == key]
+        if not sent:
+            continue
+        if t.type != "fail" or any(o is not None for o, _ in sent):
+            return None
+        lost = [v for _, v in sent if v in at_offset]
+        if lost:
+            return t, lost[0]
+    return None
 
 
 def _sends(t: Txn) -> list[tuple[str, int | None, int]]:
