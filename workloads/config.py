@@ -54,8 +54,9 @@ class WorkloadConfig(BaseModel):
     txn_mixed_share: float = Field(0.3, ge=0, le=1,
                                    description="txn: share that poll and send in one transaction (offsets in it)")
     txn_socket_timeout_ms: int | None = Field(
-        None, ge=100, description="txn: the producer's socket.timeout.ms, the timeout of its requests other than "
-        "Produce (EndTxn, AddPartitionsToTxn), after which librdkafka sends them again; unset: librdkafka's 60 s")
+        None, ge=100, description="txn: the producer's socket.timeout.ms, the timeout of its requests (EndTxn, "
+        "AddPartitionsToTxn, and Produce too: librdkafka caps a Produce's wait by it, request.timeout.ms being the "
+        "broker's ack timeout), after which librdkafka sends them again; unset: librdkafka's 60 s")
     txn_isolation: list[Literal["read_committed", "read_uncommitted"]] = Field(
         ["read_committed", "read_uncommitted"],
         description="txn: one standalone consumer per isolation level")
