@@ -37,6 +37,14 @@ class WorkloadConfig(BaseModel):
                                     description="unset: the [cluster] timeouts profile's")
     poll_max_records: int = Field(500, ge=1)
     drain_timeout_s: float = Field(60, gt=0)
+    partition_eof: bool = Field(
+        False, description="subscribe: the group consumers run with enable.partition.eof=true, so consume() hands "
+        "them an end-of-partition event whenever they catch up (skipped: it is not a record), as an application "
+        "that watches for the end of a partition does")
+    consumer_reopen_s: float | None = Field(
+        None, gt=0, description="subscribe: every this many seconds each group consumer is closed (committing its "
+        "offsets) and a new one subscribes in the same history process, as a restarted application does; the "
+        "group resumes it from the committed offsets, so a position committed past a record shows as a poll skip")
     client_rack: str | None = Field(None, description="consumers' client.rack: fetch from the closest replica")
     client: str = Field("librdkafka", description="the client library the workload's clients run: librdkafka "
                         "(confluent-kafka) or java (the Apache Kafka Java client) (workloads.drivers)")
@@ -73,6 +81,17 @@ class WorkloadConfig(BaseModel):
             raise ValueError("client_rack records each consumer's fetch source from librdkafka's statistics, "
                              "which only the in-process client hands over: remove client_rack, or "
                              "client/client_version")
+        return self
+
+    @model_validator(mode="after")
+    def _group_consumer_options(self) -> WorkloadConfig:
+        if self.partition_eof and self.client == "java":
+            raise ValueError('partition_eof = true asks for librdkafka\'s end-of-partition events, which the Java '
+                             'client does not have: remove partition_eof, or use client = "librdkafka"')
+        for name in ("partition_eof", "consumer_reopen_s"):
+            if getattr(self, name) and self.consumer_mode != "subscribe":
+                raise ValueError(f'{name} applies to group consumers (their committed offsets are what it '
+                                 f'exercises): set consumer_mode = "subscribe", or remove {name}')
         return self
 
     @model_validator(mode="after")

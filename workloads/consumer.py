@@ -40,6 +40,8 @@ class ConsumerSettings:
     poll_timeout_s: float = 0.5
     group_id: str = "kafka-chaos"
     client_rack: str | None = None  # KIP-392: fetch from the closest replica (brokers with a rack-aware selector)
+    partition_eof: bool = False  # group consumers get end-of-partition events (consume() returns them as errors)
+    reopen_s: float | None = None  # group consumers are closed and opened again this often, in the same process
 
     def client_config(self) -> dict[str, Any]:
         rack = {"client.rack": self.client_rack} if self.client_rack else {}
@@ -49,7 +51,7 @@ class ConsumerSettings:
             "group.id": f"{self.group_id}-{uuid.uuid4().hex[:8]}" if self.mode == "assign" else self.group_id,
             "enable.auto.commit": self.mode == "subscribe",
             "auto.offset.reset": "earliest",
-            "enable.partition.eof": False,
+            "enable.partition.eof": self.partition_eof and self.mode == "subscribe",
             "session.timeout.ms": 6000,
             "heartbeat.interval.ms": 1000,
             "topic.metadata.refresh.interval.ms": 1000,
@@ -97,7 +99,9 @@ def poll_once(consumer: Consumer, process: int, recorder: Recorder, settings: Co
     read: dict[str, list[list[int]]] = defaultdict(list)
     for msg in messages:
         if msg.error() is not None:
-            continue  # informational (e.g. transport) errors; librdkafka recovers on its own
+            # informational (e.g. transport) errors and end-of-partition events: librdkafka recovers on its own,
+            # and an EOF is not a record (where the position goes after one is librdkafka's business: kept as is)
+            continue
         value, offset = parse_payload(msg.value()), msg.offset()
         if value is not None and offset is not None:
             read[f"{msg.topic()}/{msg.partition()}"].append([offset, value])
@@ -153,7 +157,12 @@ class ConsumerWorkload:
         consumer = self.driver.consumer(config, process)
         try:
             self.start_reading(consumer, process)
+            reopen_s = self.settings.reopen_s if self.settings.mode == "subscribe" else None
+            reopen_at = time.monotonic() + reopen_s if reopen_s else None
             while not self.stop_event.is_set():
+                if reopen_s and reopen_at is not None and time.monotonic() >= reopen_at:
+                    consumer = self._reopen(consumer, config, process)
+                    reopen_at = time.monotonic() + reopen_s
                 poll_once(consumer, process, self.recorder, self.settings)
                 self.polls += 1
         finally:
@@ -161,6 +170,14 @@ class ConsumerWorkload:
                 consumer.close()
             finally:
                 self.driver.release(process)
+
+    def _reopen(self, consumer: Consumer, config: dict[str, Any], process: int) -> Consumer:
+        """A restarted application: close (which commits the stored offsets of a group consumer with auto commit),
+        then a new consumer reads again in the same process, so the checker compares its positions across it."""
+        consumer.close()
+        fresh: Consumer = self.driver.consumer(config, process)
+        self.start_reading(fresh, process)
+        return fresh
 
 
 def end_offsets(consumer: Consumer, settings: ConsumerSettings, deadline: float) -> dict[int, int] | None:
@@ -183,7 +200,8 @@ def final_drain(settings: ConsumerSettings, recorder: Recorder, timeout_s: float
     """Assign every key, seek to the beginning, read up to the end offsets (as of the start of the drain),
     retrying until done or `timeout_s`. Returns whether every partition was read to its end."""
     deadline = time.monotonic() + timeout_s
-    drain_settings = ConsumerSettings(**{**settings.__dict__, "mode": "assign"})
+    drain_settings = ConsumerSettings(**{**settings.__dict__, "mode": "assign", "partition_eof": False,
+                                         "reopen_s": None})
     process = recorder.new_process()
     consumer = driver.consumer({**drain_settings.client_config(), "client.id": client_id("drain", process)}, process)
     try:

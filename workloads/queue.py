@@ -30,7 +30,8 @@ class QueueWorkload:
         bootstrap = ctx.cluster.bootstrap_servers()
         self._consumer_settings = ConsumerSettings(bootstrap, ctx.topic, partitions, mode=w.consumer_mode,
                                                    max_records=w.poll_max_records, group_id=f"kafka-chaos-{ctx.topic}",
-                                                   client_rack=w.client_rack)
+                                                   client_rack=w.client_rack, partition_eof=w.partition_eof,
+                                                   reopen_s=w.consumer_reopen_s)
         self.driver = make_driver(w)
         self.consumers = [ConsumerWorkload(self._consumer_settings, ctx.history, self.driver)
                           for _ in range(w.consumers)]
