@@ -34,13 +34,13 @@ taking the worker for hung (the call then raises _TIMED_OUT, and a late reply is
 READY_TIMEOUT_S = 120.0
 """How long a new worker has to say `ready` (a JVM with cold caches is the slow case)."""
 STOPPING_WAIT_S = 3.0
+"""Once the run is interrupted, no call waits longer than this."""
 BATCH_RECORDS = 1000
 """A plain producer's sends go to its worker in `produce_batch` lines of at most this many records: a line per
 record costs the harness more Python time than the client spends sending it."""
 LINGER_S = 0.003
 """How long a plain producer's send may wait in the harness for more to join its batch when no call of the
 workload (poll, flush) sends it first: far below the client's own linger.ms, so a slow workload barely notices."""
-"""Once the run is interrupted, no call waits longer than this."""
 NOT_PASSED = ("logger", "stats_cb", "error_cb", "throttle_cb", "oauth_cb", "on_commit", "statistics.interval.ms")
 """Settings that are Python objects of the harness (or need one): a worker logs to stderr instead."""
 
