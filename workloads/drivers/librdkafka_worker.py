@@ -14,6 +14,7 @@ from typing import Any
 import confluent_kafka
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
+PROTOCOL_VERSION = 2  # the harness's protocol.PROTOCOL_VERSION (this file imports nothing of the harness)
 _out = threading.Lock()
 
 
@@ -56,6 +57,26 @@ class Worker:
     def __init__(self) -> None:
         self.clients: dict[str, Any] = {}
         self.logger = stderr_logger()
+        self.reports: dict[str, list[list[Any]]] = {}
+        """Delivery reports not written yet, by handle: written as one `deliveries` line per handle before the
+        next reply (callbacks run only inside this thread's client calls, so a reply never overtakes them)."""
+
+    def emit_reports(self) -> None:
+        if self.reports:
+            reports, self.reports = self.reports, {}
+            for handle, batch in reports.items():
+                emit({"event": "deliveries", "handle": handle, "reports": batch})
+
+    def on_delivery(self, handle: str, tag: int) -> Any:
+        def delivered(err: KafkaError | None, msg: Any) -> None:
+            if err is None:
+                offset = msg.offset()
+                report: list[Any] = [tag, offset if offset is not None else -1]
+            else:
+                report = [tag, None, error_of(err)]
+            self.reports.setdefault(handle, []).append(report)
+
+        return delivered
 
     def config(self, given: dict[str, str]) -> dict[str, Any]:
         return {**given, "logger": self.logger}
@@ -65,26 +86,28 @@ class Worker:
         self.clients[r["handle"]] = kind(self.config(r["config"]))
 
     def produce(self, r: dict[str, Any]) -> None:
-        handle, tag = r["handle"], r["tag"]
+        handle = r["handle"]
+        self.clients[handle].produce(r["topic"], value=r["value"].encode("latin-1"), partition=r["partition"],
+                                     on_delivery=self.on_delivery(handle, r["tag"]))
 
-        def on_delivery(err: KafkaError | None, msg: Any) -> None:
-            if err is None:
-                offset = msg.offset()
-                emit({"event": "delivery", "handle": handle, "tag": tag,
-                      "offset": offset if offset is not None else -1})
-            else:
-                emit({"event": "delivery", "handle": handle, "tag": tag, "error": error_of(err)})
-
+    def produce_batch(self, r: dict[str, Any]) -> None:
+        """Queues each record in order; one the client refuses is reported as its failed delivery (nobody waits
+        on this request to raise it), and a full queue is waited out, serving the client, as the harness's
+        produce() would have retried."""
+        handle = r["handle"]
         client = self.clients[handle]
-        while True:
-            try:
-                client.produce(r["topic"], value=r["value"].encode("latin-1"), partition=r["partition"],
-                               on_delivery=on_delivery)
-                return
-            except BufferError:
-                if not r.get("queue_wait"):
-                    raise
-                client.poll(0.05)  # the harness streamed this send: wait here until the queue takes it
+        for topic, partition, value, tag in r["records"]:
+            delivered = self.on_delivery(handle, tag)
+            data = value.encode("latin-1")
+            while True:
+                try:
+                    client.produce(topic, value=data, partition=partition, on_delivery=delivered)
+                    break
+                except BufferError:
+                    client.poll(0.05)
+                except Exception as err:  # any refusal is this record's outcome
+                    self.reports.setdefault(handle, []).append([tag, None, error_of(err)])
+                    break
 
     def poll(self, r: dict[str, Any]) -> None:
         self.clients[r["handle"]].poll(r.get("timeout", 0))
@@ -146,7 +169,8 @@ class Worker:
 
 
 def main() -> int:
-    emit({"event": "ready", "client": "librdkafka", "version": confluent_kafka.libversion()[0]})
+    emit({"event": "ready", "client": "librdkafka", "version": confluent_kafka.libversion()[0],
+          "protocol": PROTOCOL_VERSION})
     flush()
     worker = Worker()
     for line in sys.stdin:
@@ -154,16 +178,17 @@ def main() -> int:
             continue
         r = json.loads(line)
         if r.get("op") == "exit":
+            worker.emit_reports()
             emit({"id": r["id"], "ok": None})
             flush()
             return 0
         try:
-            emit({"id": r["id"], "ok": worker.handle(r)})
+            reply: dict[str, Any] = {"id": r["id"], "ok": worker.handle(r)}
         except BaseException as err:  # every failure is the request's reply; the worker goes on
-            emit({"id": r["id"], "error": error_of(err)})
-        if not r.get("queue_wait"):
-            # a streamed send waits for no answer: its reply and its deliveries go out with the next call's
-            flush()
+            reply = {"id": r["id"], "error": error_of(err)}
+        worker.emit_reports()  # the deliveries a call made come before its reply (a flush's count relies on it)
+        emit(reply)
+        flush()
     flush()
     return 0
 

@@ -4,11 +4,15 @@ classify, so an outcome reads the same whichever client ran it."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
+import orjson
 from confluent_kafka import KafkaError, KafkaException
+
+PROTOCOL_VERSION = 2
+"""The line protocol's version, said by a worker in its `ready` line: a worker that speaks another one is refused
+at start (both ends ship together, so a mismatch is a stale build, not something to negotiate)."""
 
 QUEUE_FULL = "_QUEUE_FULL"
 """A produce the worker's client refused because its queue is full: raised as BufferError, as confluent-kafka
@@ -17,7 +21,7 @@ does, so the workload polls and tries again."""
 
 def request(id_: int, op: str, **fields: Any) -> str:
     """One request line (no newline)."""
-    return json.dumps({"id": id_, "op": op, **fields}, separators=(",", ":"))
+    return orjson.dumps({"id": id_, "op": op, **fields}).decode()
 
 
 def config_values(config: dict[str, Any]) -> dict[str, str]:
@@ -62,35 +66,50 @@ class Reply:
     error: dict[str, Any] | None = None
 
 
-@dataclass(frozen=True)
-class Delivery:
-    handle: str
+class Delivery(NamedTuple):
+    """One record's outcome (a tuple: a busy producer makes one per record)."""
+
     tag: int
     offset: int | None = None
     error: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
+class Deliveries:
+    """A `deliveries` event: a handle's delivery reports in the order its client made them."""
+
+    handle: str
+    reports: list[Delivery]
+
+
+@dataclass(frozen=True)
 class Ready:
     client: str
     version: str
+    protocol: int = 0
 
 
-def parse(line: str) -> Reply | Delivery | Ready | None:
+def delivery(report: list[Any]) -> Delivery:
+    """One report of a `deliveries` event: `[tag, offset]` or `[tag, null, ERROR]`."""
+    if len(report) > 2 and report[2] is not None:
+        return Delivery(int(report[0]), None, report[2])
+    offset = report[1]
+    return Delivery(int(report[0]), None if offset is None or offset < 0 else int(offset))
+
+
+def parse(line: str | bytes) -> Reply | Deliveries | Ready | None:
     """One line a worker wrote (None: not a protocol line, e.g. a library printing to stdout)."""
     try:
-        obj = json.loads(line)
-    except ValueError:
+        obj = orjson.loads(line)
+    except orjson.JSONDecodeError:
         return None
     if not isinstance(obj, dict):
         return None
     if "id" in obj:
         return Reply(int(obj["id"]), obj.get("ok"), obj.get("error"))
     event = obj.get("event")
-    if event == "delivery":
-        offset = obj.get("offset")
-        return Delivery(str(obj["handle"]), int(obj["tag"]), None if offset is None else int(offset),
-                        obj.get("error"))
+    if event == "deliveries":
+        return Deliveries(str(obj["handle"]), [delivery(r) for r in obj["reports"]])
     if event == "ready":
-        return Ready(str(obj.get("client", "")), str(obj.get("version", "")))
+        return Ready(str(obj.get("client", "")), str(obj.get("version", "")), int(obj.get("protocol", 0)))
     return None

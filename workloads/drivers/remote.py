@@ -1,7 +1,7 @@
 """The out-of-process driver: one worker process per history process that owns clients, hosting them by handle
 and speaking the client worker line protocol (docs/client-protocol.md) over its stdin and stdout.
 
-A reader thread per worker routes each reply to the call waiting for it and queues delivery events;
+A reader thread per worker routes each reply to the call waiting for it and queues delivery reports;
 `poll()` and `flush()` run the `on_delivery` callbacks on the caller's thread, as confluent-kafka does. The
 worker's stderr goes to the client log. A worker can be frozen (SIGSTOP, the `client-pause` fault): its calls
 then wait without counting the time frozen against their bound, so a pause shows in the history as ops that
@@ -35,6 +35,12 @@ READY_TIMEOUT_S = 120.0
 """How long a new worker has to say `ready` (a JVM with cold caches is the slow case)."""
 STOPPING_WAIT_S = 3.0
 """Once the run is interrupted, no call waits longer than this."""
+BATCH_RECORDS = 1000
+"""A plain producer's sends go to its worker in `produce_batch` lines of at most this many records: a line per
+record costs the harness more Python time than the client spends sending it."""
+LINGER_S = 0.003
+"""How long a plain producer's send may wait in the harness for more to join its batch when no call of the
+workload (poll, flush) sends it first: far below the client's own linger.ms, so a slow workload barely notices."""
 NOT_PASSED = ("logger", "stats_cb", "error_cb", "throttle_cb", "oauth_cb", "on_commit", "statistics.interval.ms")
 """Settings that are Python objects of the harness (or need one): a worker logs to stderr instead."""
 
@@ -51,14 +57,15 @@ class WorkerProcess:
         self.frozen = False
         self.client = ""
         self.version = ""
+        self.protocol = 0
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self._write = threading.Lock()
         self._replies: dict[int, protocol.Reply | None] = {}
         self._arrived = threading.Condition(self._lock)
         self._deliveries: dict[str, list[protocol.Delivery]] = {}
-        self._sent: dict[int, tuple[str, int]] = {}
-        """Produces sent without waiting (`send`): request id → (handle, tag), until the worker answers."""
+        self._sent: dict[int, tuple[str, list[int]]] = {}
+        """Batches sent without waiting (`send_batch`): request id → (handle, tags), until the worker answers."""
         self._ready = threading.Event()
         self._dead = False
         # its own session: a Ctrl-C at the terminal reaches the harness, which stops the worker itself
@@ -77,27 +84,28 @@ class WorkerProcess:
             self.kill()
             raise WorkerError(f"client worker {self.name} did not start (no `ready` line within {timeout_s:.0f}s; "
                               "its stderr is in the client log)")
+        if self.protocol != protocol.PROTOCOL_VERSION:
+            self.kill()
+            raise WorkerError(f"client worker {self.name} speaks line protocol {self.protocol}, the harness "
+                              f"{protocol.PROTOCOL_VERSION}: its build is stale (clear the client cache)")
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
             msg = protocol.parse(line)
             if isinstance(msg, protocol.Ready):
-                self.client, self.version = msg.client, msg.version
+                self.client, self.version, self.protocol = msg.client, msg.version, msg.protocol
                 self._ready.set()
-            elif isinstance(msg, protocol.Delivery):
+            elif isinstance(msg, protocol.Deliveries):
                 with self._lock:
-                    self._deliveries.setdefault(msg.handle, []).append(msg)
+                    self._deliveries.setdefault(msg.handle, []).extend(msg.reports)
                     self._arrived.notify_all()
             elif isinstance(msg, protocol.Reply):
                 with self._lock:
                     sent = self._sent.pop(msg.id, None)
-                    if sent is not None:  # a produce sent without waiting: a refusal is its failed delivery
+                    if sent is not None:  # a batch sent without waiting: its refusal is its records' failure
                         if msg.error is not None:
-                            handle, tag = sent
-                            self._deliveries.setdefault(handle, []).append(
-                                protocol.Delivery(handle, tag, error=msg.error))
-                            self._arrived.notify_all()
+                            self._refuse(*sent, msg.error)
                     elif msg.id in self._replies:  # else: a call that gave up long ago
                         self._replies[msg.id] = msg
                         self._arrived.notify_all()
@@ -146,13 +154,23 @@ class WorkerProcess:
             protocol.raise_error(reply.error)
         return reply.ok
 
-    def send(self, op: str, *, handle: str, tag: int, **fields: Any) -> None:
-        """A produce written without waiting for its reply, so sends stream to the worker (one round trip per
-        record would cap a worker's throughput far below the client's): the worker queues it, waiting itself
-        while its client's queue is full (`queue_wait`), and a refusal comes back as the record's failed
-        delivery, as librdkafka reports an error it finds after produce() returned. The line is not flushed: the
-        next call (a poll, a flush) carries it with the others, in order, in one write."""
-        self._post(op, self._sent, (handle, tag), flush=False, handle=handle, tag=tag, queue_wait=True, **fields)
+    def send_batch(self, handle: str, records: list[list[Any]]) -> None:
+        """A `produce_batch` written without waiting for its reply, so sends stream to the worker (one round trip
+        per record would cap a worker's throughput far below the client's): the worker queues the records in
+        order, waiting itself while its client's queue is full, and a record it refuses comes back as that
+        record's failed delivery, as librdkafka reports an error it finds after produce() returned. Never
+        raises: a worker that is gone fails the batch's records the same way."""
+        tags = [r[3] for r in records]
+        try:
+            self._post("produce_batch", self._sent, (handle, tags), flush=True, handle=handle, records=records)
+        except KafkaException:
+            with self._lock:
+                self._refuse(handle, tags, self._gone())
+
+    def _refuse(self, handle: str, tags: list[int], error: dict[str, Any]) -> None:
+        """Failed deliveries for records the worker never queued (the caller holds the lock)."""
+        self._deliveries.setdefault(handle, []).extend(protocol.Delivery(tag, error=error) for tag in tags)
+        self._arrived.notify_all()
 
     def _wait(self, id_: int, budget_s: float | None) -> protocol.Reply:
         """The reply to `id_`; time spent frozen does not count against `budget_s` (None: wait as long as the
@@ -273,26 +291,64 @@ class RemoteProducer:
     def __init__(self, worker: WorkerProcess, handle: str, streamed: bool = False) -> None:
         self.worker, self.handle = worker, handle
         self.streamed = streamed
-        """Sends written without waiting for the worker's answer (`WorkerProcess.send`): a plain producer's. A
-        transactional producer waits for each, since a send refused in a failed transaction must raise at once,
-        as confluent-kafka's produce() does, for the workload to abort."""
+        """Sends batched and written without waiting for the worker's answer (`WorkerProcess.send_batch`): a
+        plain producer's. A transactional producer waits for each, since a send refused in a failed transaction
+        must raise at once, as confluent-kafka's produce() does, for the workload to abort."""
         self._tags = itertools.count()
         self._pending: dict[int, tuple[Callable[..., None] | None, str, int, bytes]] = {}
+        self._batch: list[list[Any]] = []
+        """Streamed sends not written yet: `[topic, partition, value, tag]`, in produce() order."""
+        self._batched = threading.Condition()
+        """Guards `_batch` and orders the writes: a batch is written while it is held, so batches reach the
+        worker in the order their records were produced."""
+        self._linger: threading.Thread | None = None
 
     def produce(self, topic: str, value: bytes | None = None, partition: int = -1,
                 on_delivery: Callable[..., None] | None = None) -> None:
         tag = next(self._tags)
         self._pending[tag] = (on_delivery, topic, partition, value or b"")
+        if self.streamed:
+            with self._batched:
+                self._batch.append([topic, partition, protocol.text(value), tag])
+                if len(self._batch) >= BATCH_RECORDS:
+                    self._send_batch()
+                elif len(self._batch) == 1:
+                    if self._linger is None:
+                        self._linger = threading.Thread(target=self._lingering, name=f"{self.worker.name}-linger",
+                                                        daemon=True)
+                        self._linger.start()
+                    self._batched.notify()
+            return
         try:
-            if self.streamed:
-                self.worker.send("produce", handle=self.handle, topic=topic, partition=partition,
-                                 value=protocol.text(value), tag=tag)
-            else:
-                self.worker.call("produce", handle=self.handle, topic=topic, partition=partition,
-                                 value=protocol.text(value), tag=tag)
+            self.worker.call("produce", handle=self.handle, topic=topic, partition=partition,
+                             value=protocol.text(value), tag=tag)
         except BaseException:
             del self._pending[tag]
             raise
+
+    def _send_batch(self) -> None:
+        """Write the batch (the caller holds `_batched`)."""
+        if self._batch:
+            batch, self._batch = self._batch, []
+            self.worker.send_batch(self.handle, batch)
+
+    def _flush_batch(self) -> None:
+        if self.streamed:
+            with self._batched:
+                self._send_batch()
+
+    def _lingering(self) -> None:
+        """Writes a batch LINGER_S after its first record unless a call or a full batch wrote it first; ends with
+        its worker."""
+        with self._batched:
+            while self.worker.proc.poll() is None:
+                if not self._batch:
+                    self._batched.wait(1.0)
+                    continue
+                first = self._batch[0]
+                self._batched.wait(LINGER_S)
+                if self._batch and self._batch[0] is first:
+                    self._send_batch()
 
     def _serve(self, timeout_s: float) -> int:
         served = 0
@@ -307,16 +363,19 @@ class RemoteProducer:
         return served
 
     def poll(self, timeout: float = 0) -> int:
+        self._flush_batch()
         # the worker's own poll serves its callbacks (and raises a fatal error, as confluent-kafka's does)
         self.worker.call("poll", timeout_s=timeout, handle=self.handle, timeout=timeout)
         return self._serve(0)
 
     def flush(self, timeout: float = 0) -> int:
+        self._flush_batch()
         left = int(self.worker.call("flush", timeout_s=timeout, handle=self.handle, timeout=timeout))
         self._serve(0)
         return left
 
     def _txn(self, op: str, timeout: float | None) -> None:
+        self._flush_batch()
         fields = {} if timeout is None else {"timeout": timeout}
         self.worker.call(op, timeout_s=timeout, handle=self.handle, **fields)
         self._serve(0)
@@ -337,6 +396,7 @@ class RemoteProducer:
                                     timeout: float) -> None:
         if metadata.worker is not self.worker:
             raise ValueError("send_offsets_to_transaction needs the consumer in the producer's own worker")
+        self._flush_batch()
         self.worker.call("send_offsets_to_transaction", timeout_s=timeout, handle=self.handle,
                          consumer=metadata.handle, offsets=[[tp.topic, tp.partition, tp.offset] for tp in positions],
                          timeout=timeout)

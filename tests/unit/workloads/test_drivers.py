@@ -20,14 +20,25 @@ from kafka_chaos.faults.client_pause import ClientPause
 from kafka_chaos.harness.scenario import parse_scenario
 from kafka_chaos.workloads import drivers
 from kafka_chaos.workloads.config import WorkloadConfig
-from kafka_chaos.workloads.drivers.remote import OutOfProcessDriver
+from kafka_chaos.workloads.drivers import remote
+from kafka_chaos.workloads.drivers.protocol import PROTOCOL_VERSION
+from kafka_chaos.workloads.drivers.remote import OutOfProcessDriver, RemoteProducer, WorkerError
 
 FAKE_WORKER = textwrap.dedent('''
     import json, sys
     def out(o):
         sys.stdout.write(json.dumps(o) + "\\n"); sys.stdout.flush()
-    out({"event": "ready", "client": "fake", "version": "9.9.9"})
-    configs = {}
+    out({"event": "ready", "client": "fake", "version": "9.9.9", "protocol": PROTOCOL})
+    configs, received = {}, []
+    NOT_ENOUGH = {"name": "NOT_ENOUGH_REPLICAS", "message": "nope", "retriable": True, "fatal": False,
+                  "abortable": False}
+    TOO_LARGE = {"name": "MSG_SIZE_TOO_LARGE", "message": "refused", "retriable": False, "fatal": False,
+                 "abortable": False}
+    def outcome(partition, tag):
+        # partition 7: the client refuses the send; 9: the broker fails it; else the offset is 100 + tag
+        if partition == 7:
+            return [tag, None, TOO_LARGE]
+        return [tag, None, NOT_ENOUGH] if partition == 9 else [tag, 100 + tag]
     for line in sys.stdin:
         r = json.loads(line)
         op, h = r["op"], r.get("handle")
@@ -39,11 +50,20 @@ FAKE_WORKER = textwrap.dedent('''
             if r["partition"] == 7:
                 out({"id": r["id"], "error": {"name": "_QUEUE_FULL", "message": "full"}}); continue
             out({"id": r["id"], "ok": None})
-            if r["partition"] == 9:
-                out({"event": "delivery", "handle": h, "tag": r["tag"], "error": {"name": "NOT_ENOUGH_REPLICAS",
-                     "message": "nope", "retriable": True, "fatal": False, "abortable": False}})
-            else:
-                out({"event": "delivery", "handle": h, "tag": r["tag"], "offset": 100 + r["tag"]})
+            out({"event": "deliveries", "handle": h, "reports": [outcome(r["partition"], r["tag"])]})
+        elif op == "produce_batch":
+            if h not in configs:
+                out({"id": r["id"], "error": {"name": "_INVALID_ARG", "message": "no client " + str(h)}}); continue
+            received.extend(value for _t, _p, value, _tag in r["records"])
+            out({"id": r["id"], "ok": None})
+            # reports in two lines, so a batch's outcomes arrive over more than one event
+            reports = [outcome(p, tag) for _t, p, _v, tag in r["records"]]
+            half = len(reports) // 2
+            for part in (reports[:half], reports[half:]):
+                if part:
+                    out({"event": "deliveries", "handle": h, "reports": part})
+        elif op == "received":
+            out({"id": r["id"], "ok": received})
         elif op == "commit_transaction":
             out({"id": r["id"], "error": {"name": "INVALID_PRODUCER_EPOCH", "message": "bumped", "retriable": False,
                  "fatal": False, "abortable": True}})
@@ -60,11 +80,15 @@ FAKE_WORKER = textwrap.dedent('''
 ''')
 
 
+def fake_driver(tmp_path: Path, protocol_version: int = PROTOCOL_VERSION) -> OutOfProcessDriver:
+    script = tmp_path / "worker.py"
+    script.write_text(FAKE_WORKER.replace("PROTOCOL", str(protocol_version)))
+    return OutOfProcessDriver("fake", "9.9.9", [sys.executable, "-u", str(script)])
+
+
 @pytest.fixture
 def fake(tmp_path: Path) -> Any:
-    script = tmp_path / "worker.py"
-    script.write_text(FAKE_WORKER)
-    driver = OutOfProcessDriver("fake", "9.9.9", [sys.executable, "-u", str(script)])
+    driver = fake_driver(tmp_path)
     yield driver
     driver.close()
 
@@ -97,18 +121,77 @@ def test_errors_are_raised_as_confluent_kafka_raises_them(fake: Any) -> None:
     assert err.code() == KafkaError.INVALID_PRODUCER_EPOCH and err.txn_requires_abort() and not err.fatal()
 
 
-def test_a_plain_producers_streamed_send_comes_back_refused_as_its_failed_delivery(fake: Any) -> None:
-    """A plain producer does not wait for each send's answer (throughput): the worker's refusal of one becomes
-    that record's delivery error, served by poll like any other; a transactional producer waits and raises."""
+def test_a_plain_producers_batched_send_comes_back_refused_as_its_failed_delivery(fake: Any) -> None:
+    """A plain producer does not wait for each send's answer (throughput): the worker's refusal of one record of
+    a batch becomes that record's delivery error, served by poll like any other, between its neighbours' own
+    outcomes; a transactional producer waits and raises."""
     producer = fake.producer({}, 11)
     assert producer.streamed and not fake.producer({"transactional.id": "t-2"}, 12).streamed
     outcomes: list[tuple[Any, Any]] = []
-    producer.produce("t", value=b"x", partition=7, on_delivery=lambda err, msg: outcomes.append((err, msg)))
-    deadline = time.monotonic() + 10
-    while not outcomes and time.monotonic() < deadline:
+    for partition in (0, 7, 1):
+        producer.produce("t", value=b"x%d" % partition, partition=partition,
+                         on_delivery=lambda err, msg: outcomes.append((err, msg)))
+    deadline = time.monotonic() + 30  # only against a hung worker
+    while len(outcomes) < 3 and time.monotonic() < deadline:
         producer.poll(0.1)
-    ((err, msg),) = outcomes
-    assert err.code() == KafkaError._QUEUE_FULL and msg.offset() is None and msg.partition() == 7
+    assert [(None if err is None else err.code(), msg.partition(), msg.offset(), msg.value())
+            for err, msg in outcomes] == [(None, 0, 100, b"x0"), (KafkaError.MSG_SIZE_TOO_LARGE, 7, None, b"x7"),
+                                          (None, 1, 102, b"x1")]
+
+
+def test_batched_sends_deliver_every_record_once_in_the_order_produced(fake: Any) -> None:
+    """More records than one batch holds, flushed in full batches, by a poll and by flush: the worker receives
+    them in produce() order, and every callback runs exactly once, with its own record's outcome."""
+    producer = fake.producer({}, 13)
+    count = remote.BATCH_RECORDS * 2 + remote.BATCH_RECORDS // 2
+    seen: list[tuple[int | None, bytes | None]] = []
+
+    def on_delivery(err: KafkaError | None, msg: Any) -> None:
+        seen.append((msg.offset(), msg.value()))
+
+    for i in range(count):
+        producer.produce("t", value=str(i).encode(), partition=i % 3, on_delivery=on_delivery)
+        if i == count - 7:
+            producer.poll(0)  # sends the partial batch it finds, as any call does
+    assert producer.flush(30) == 0
+    values = [str(i) for i in range(count)]
+    assert producer.worker.call("received") == values
+    assert seen == [(100 + i, v.encode()) for i, v in enumerate(values)]
+    assert producer.flush(1) == 0 and len(seen) == count  # nothing delivered twice
+
+
+def test_a_lone_batched_send_reaches_the_worker_without_any_further_call(fake: Any) -> None:
+    """A workload that produces and then waits (no poll, no flush) still gets its record sent: the linger
+    timer writes a partial batch."""
+    producer = fake.producer({}, 14)
+    producer.produce("t", value=b"alone", partition=0)
+    worker = producer.worker
+    deadline = time.monotonic() + 30  # only against a hung worker: asks the worker directly, not via the producer
+    while not worker.call("received") and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert worker.call("received") == ["alone"]
+
+
+def test_a_batch_the_worker_refuses_whole_fails_each_of_its_records(fake: Any) -> None:
+    worker = fake.producer({}, 15).worker
+    producer = RemoteProducer(worker, "nobody", streamed=True)  # a handle the worker does not host
+    failed: list[tuple[int, bytes | None]] = []
+    for i in range(3):
+        producer.produce("t", value=b"%d" % i, partition=0,
+                         on_delivery=lambda err, msg: failed.append((err.code(), msg.value())))
+    deadline = time.monotonic() + 30  # only against a hung worker
+    while len(failed) < 3 and time.monotonic() < deadline:
+        producer.poll(0.1)
+    assert failed == [(KafkaError._INVALID_ARG, b"0"), (KafkaError._INVALID_ARG, b"1"), (KafkaError._INVALID_ARG, b"2")]
+
+
+def test_a_worker_of_another_protocol_version_is_refused_at_start(tmp_path: Path) -> None:
+    driver = fake_driver(tmp_path, protocol_version=PROTOCOL_VERSION - 1)
+    try:
+        with pytest.raises(WorkerError, match="protocol"):
+            driver.producer({}, 0)
+    finally:
+        driver.close()
 
 
 def test_a_consumer_reads_records_as_messages_and_shares_the_producers_worker(fake: Any) -> None:
@@ -178,12 +261,17 @@ def _no_worker() -> None:
 def test_the_librdkafka_worker_script_speaks_the_protocol() -> None:
     driver = OutOfProcessDriver("librdkafka", "installed", [sys.executable, "-u", str(drivers.WORKER_SCRIPT)])
     try:
-        producer = driver.producer({"bootstrap.servers": "127.0.0.1:1", "message.timeout.ms": 500}, 0)
+        producer = driver.producer({"bootstrap.servers": "127.0.0.1:1", "message.timeout.ms": 500,
+                                    "message.max.bytes": 1000}, 0)
         assert producer.worker.version == confluent_kafka.libversion()[0]
-        errors: list[KafkaError] = []
-        producer.produce("t", value=b"x", partition=0, on_delivery=lambda err, msg: errors.append(err))
-        producer.flush(30)
-        assert [e.code() for e in errors] == [KafkaError._MSG_TIMED_OUT]
+        errors: list[tuple[int, bytes | None]] = []
+        # one batch: the client refuses the middle record at once (too large), the others time out later
+        for value in (b"a", b"b" * 2000, b"c"):
+            producer.produce("t", value=value, partition=0,
+                             on_delivery=lambda err, msg: errors.append((err.code(), msg.value())))
+        assert producer.flush(30) == 0
+        assert sorted(errors) == sorted([(KafkaError._MSG_TIMED_OUT, b"a"), (KafkaError._MSG_TIMED_OUT, b"c"),
+                                         (KafkaError.MSG_SIZE_TOO_LARGE, b"b" * 2000)])
         consumer = driver.consumer({"bootstrap.servers": "127.0.0.1:1", "group.id": "g"}, 0)
         consumer.assign([TopicPartition("t", 0, confluent_kafka.OFFSET_BEGINNING), TopicPartition("t", 1)])
         assert sorted((tp.topic, tp.partition) for tp in consumer.assignment()) == [("t", 0), ("t", 1)]

@@ -13,6 +13,7 @@ from kafka_chaos.errors import ClientUnavailable
 from kafka_chaos.workloads.consumer import ConsumerSettings
 from kafka_chaos.workloads.drivers import java
 from kafka_chaos.workloads.drivers.java import DEFAULT_JAVA_CLIENT_VERSION, java_settings, runtime_dependencies
+from kafka_chaos.workloads.drivers.protocol import PROTOCOL_VERSION
 from kafka_chaos.workloads.producer import ProducerSettings
 from tests.unit.workloads.java_worker import GUARD_S, Worker
 
@@ -120,7 +121,8 @@ def worker() -> Iterator[Worker]:
 
 @pytest.mark.slow
 def test_the_worker_first_says_ready_with_the_client_version_and_exits_on_request(worker: Worker) -> None:
-    assert worker.ready == {"event": "ready", "client": "java", "version": DEFAULT_JAVA_CLIENT_VERSION}
+    assert worker.ready == {"event": "ready", "client": "java", "version": DEFAULT_JAVA_CLIENT_VERSION,
+                            "protocol": PROTOCOL_VERSION}
     assert worker.exit() == 0
 
 
@@ -131,13 +133,41 @@ def test_an_undeliverable_record_is_reported_as_a_timed_out_delivery_after_its_q
     assert worker.ok("create", handle="p", kind="producer", config=config) is None
     rid = worker.send("produce", handle="p", topic="t", partition=0, value="caf\u00e9 \x00\n\"", tag=41)
     delivery = worker.events.get(timeout=GUARD_S)
-    assert delivery["event"] == "delivery" and delivery["handle"] == "p" and delivery["tag"] == 41
-    assert delivery["error"]["name"] == "_MSG_TIMED_OUT"
-    assert delivery["error"]["retriable"] is True and delivery["error"]["fatal"] is False
+    assert delivery["event"] == "deliveries" and delivery["handle"] == "p"
+    ((tag, offset, error),) = delivery["reports"]
+    assert tag == 41 and offset is None and error["name"] == "_MSG_TIMED_OUT"
+    assert error["retriable"] is True and error["fatal"] is False
     # the produce's own reply came first: "queued", then the outcome
     order = [worker.lines.get(timeout=GUARD_S) for _ in range(3)]  # the create's reply, then these two
     assert order[1:] == [{"id": rid, "ok": None}, delivery]
     assert worker.ok("flush", handle="p", timeout=5) == 0  # nothing left undelivered
+    assert worker.exit() == 0
+
+
+@pytest.mark.slow
+def test_a_batch_reports_each_record_once_and_a_refused_send_as_its_failed_delivery(worker: Worker) -> None:
+    """A plain producer's `produce_batch`: a record the client refuses at once (send() throws: here a record
+    without a topic, which needs no broker to be refused) comes back as that record's failed delivery, the others
+    with their own outcome, none twice; a flush counts the batch's records until their reports are out, and
+    writes them before its reply."""
+    config = java_settings({"bootstrap.servers": UNREACHABLE, "acks": "all", "enable.idempotence": True,
+                            "delivery.timeout.ms": 1500, "request.timeout.ms": 1000, "linger.ms": 0})
+    worker.ok("create", handle="p", kind="producer", config=config)
+    records = [["t", 0, "a", 1], [None, 0, "b", 2], ["t", 1, "c", 3], ["t", 0, "d", 4]]
+    batch = worker.send("produce_batch", handle="p", records=records)
+    flushed = worker.send("flush", handle="p", timeout=GUARD_S)
+    assert worker.reply(flushed) == {"id": flushed, "ok": 0}
+    assert worker.reply(batch) == {"id": batch, "ok": None}
+    reports: dict[int, list[Any]] = {}
+    while not worker.events.empty():  # every report was written before the flush's reply
+        event = worker.events.get_nowait()
+        assert event["event"] == "deliveries" and event["handle"] == "p"
+        for report in event["reports"]:
+            assert report[0] not in reports, f"tag {report[0]} reported twice"
+            reports[report[0]] = report
+    assert sorted(reports) == [1, 2, 3, 4]
+    assert {tag: r[2]["name"] for tag, r in reports.items()} == {1: "_MSG_TIMED_OUT", 2: "_INVALID_ARG",
+                                                                3: "_MSG_TIMED_OUT", 4: "_MSG_TIMED_OUT"}
     assert worker.exit() == 0
 
 

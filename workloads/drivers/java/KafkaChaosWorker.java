@@ -47,10 +47,14 @@ import org.apache.kafka.common.utils.AppInfoParser;
 
 public final class KafkaChaosWorker {
     static final long OFFSET_INVALID = -1001;  // librdkafka's "no position yet"
+    static final long PROTOCOL_VERSION = 2;  // the harness's protocol.PROTOCOL_VERSION
     static final Object OUT_LOCK = new Object();
     // the protocol's channel (anything else printed goes to stderr); buffered here, flushed by emit or the flusher
     static final OutputStream OUT = new java.io.BufferedOutputStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), 1 << 16);
     static boolean unflushed;  // guarded by OUT_LOCK: lines written by emitLater and not yet flushed
+    // guarded by OUT_LOCK: delivery reports not written yet, by handle; written as one `deliveries` line per handle
+    // by the flusher or before any other line, so a reply never overtakes the deliveries that came before it
+    static final Map<String, List<Object>> REPORTS = new LinkedHashMap<>();
     static final Map<String, Handle> HANDLES = new ConcurrentHashMap<>();
     // poll and flush only wait, so they run beside a handle's client calls rather than queue behind them
     static final ExecutorService WAITERS = Executors.newCachedThreadPool(daemon("kc-wait"));
@@ -105,6 +109,7 @@ public final class KafkaChaosWorker {
         ready.put("event", "ready");
         ready.put("client", "java");
         ready.put("version", AppInfoParser.getVersion());
+        ready.put("protocol", PROTOCOL_VERSION);
         emit(ready);
         TIMERS.scheduleAtFixedRate(KafkaChaosWorker::flushPending, FLUSH_MS, FLUSH_MS, TimeUnit.MILLISECONDS);
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
@@ -156,6 +161,14 @@ public final class KafkaChaosWorker {
                 }
                 h.exec.submit(() -> produce(id, h, req));
                 return;
+            case "produce_batch": {
+                List<?> records = (List<?>) req.get("records");
+                synchronized (h) {
+                    h.pending += records.size();
+                }
+                h.exec.submit(() -> produceBatch(id, h, records));
+                return;
+            }
             default:
         }
         Callable<Object> call = call(h, op, req);
@@ -236,8 +249,8 @@ public final class KafkaChaosWorker {
         write(m, true);
     }
 
-    /** A line nobody waits on at once (a delivery, a streamed send's reply): flushed within FLUSH_MS by the
-     *  flusher, or with the next emit, so a stream of sends costs no write per record. */
+    /** A line nobody waits on at once (a batch's reply): flushed within FLUSH_MS by the flusher, or with the next
+     *  emit, so a stream of sends costs no write per record. */
     static void emitLater(Map<String, Object> m) {
         write(m, false);
     }
@@ -248,6 +261,7 @@ public final class KafkaChaosWorker {
         byte[] line = (Json.write(m) + "\n").getBytes(StandardCharsets.UTF_8);
         synchronized (OUT_LOCK) {
             try {
+                writeReports();
                 OUT.write(line);
                 if (now) OUT.flush();
                 unflushed = !now;
@@ -257,10 +271,33 @@ public final class KafkaChaosWorker {
         }
     }
 
+    /** One record's outcome, `[tag, offset]` or `[tag, null, ERROR]`, written within FLUSH_MS with its handle's others. */
+    static void report(Handle h, List<Object> report) {
+        synchronized (OUT_LOCK) {
+            REPORTS.computeIfAbsent(h.name, k -> new ArrayList<>()).add(report);
+        }
+        h.delivered();  // after the report is queued: a flush that sees nothing pending writes it before its reply
+    }
+
+    /** The queued reports as `deliveries` lines (the caller holds OUT_LOCK and flushes). */
+    static void writeReports() throws java.io.IOException {
+        if (REPORTS.isEmpty()) return;
+        for (Map.Entry<String, List<Object>> e : REPORTS.entrySet()) {
+            Map<String, Object> m = new LinkedHashMap<>();
+            m.put("event", "deliveries");
+            m.put("handle", e.getKey());
+            m.put("reports", e.getValue());
+            OUT.write((Json.write(m) + "\n").getBytes(StandardCharsets.UTF_8));
+        }
+        REPORTS.clear();
+        unflushed = true;
+    }
+
     static void flushPending() {
         synchronized (OUT_LOCK) {
-            if (!unflushed) return;
             try {
+                writeReports();
+                if (!unflushed) return;
                 OUT.flush();
                 unflushed = false;
             } catch (java.io.IOException e) {
@@ -419,7 +456,7 @@ public final class KafkaChaosWorker {
     /** A delivery outcome held back while send() has not returned, so the produce reply always comes first. */
     static final class Delivery {
         boolean sendReturned;
-        Map<String, Object> held;
+        List<Object> held;
     }
 
     static void produce(long id, Handle h, Map<String, Object> req) {
@@ -431,20 +468,14 @@ public final class KafkaChaosWorker {
         Delivery d = new Delivery();
         try {
             producer(h).send(record, (md, e) -> {
-                Map<String, Object> ev = new LinkedHashMap<>();
-                ev.put("event", "delivery");
-                ev.put("handle", h.name);
-                ev.put("tag", tag);
-                if (e == null) ev.put("offset", md.offset());
-                else ev.put("error", error(e, true, false));
+                List<Object> ev = outcome(tag, md, e);
                 synchronized (d) {
                     if (!d.sendReturned) {
                         d.held = ev;
                         return;
                     }
                 }
-                emitLater(ev);
-                h.delivered();
+                report(h, ev);
             });
         } catch (Throwable t) {
             synchronized (d) {
@@ -456,20 +487,65 @@ public final class KafkaChaosWorker {
                 }
             }
         }
-        Map<String, Object> held;
+        List<Object> held;
         synchronized (d) {
             d.sendReturned = true;
             held = d.held;
         }
+        reply(id, null);
+        if (held != null) report(h, held);
+    }
+
+    static List<Object> outcome(Object tag, org.apache.kafka.clients.producer.RecordMetadata md, Exception e) {
+        List<Object> r = new ArrayList<>(3);
+        r.add(tag);
+        if (e == null) {
+            r.add(md.offset());
+        } else {
+            r.add(null);
+            r.add(error(e, true, false));
+        }
+        return r;
+    }
+
+    /**
+     * A plain producer's batch: each record sent in order. A record send() refuses is reported as its failed
+     * delivery, since nobody waits on this request to raise it; send() itself blocks while the client's buffer
+     * is full (up to max.block.ms), so a full queue is waited out here as the harness's produce() would retry.
+     */
+    static void produceBatch(long id, Handle h, List<?> records) {
+        KafkaProducer<byte[], byte[]> p;
+        try {
+            p = producer(h);
+        } catch (RuntimeException e) {
+            synchronized (h) {
+                h.pending -= records.size();
+                h.notifyAll();
+            }
+            replyError(id, e, "produce_batch");
+            return;
+        }
+        for (Object o : records) {
+            List<?> r = (List<?>) o;
+            Object tag = r.get(3);
+            try {
+                int partition = ((Number) r.get(1)).intValue();
+                byte[] value = r.get(2) == null ? null : ((String) r.get(2)).getBytes(StandardCharsets.ISO_8859_1);
+                ProducerRecord<byte[], byte[]> record = new ProducerRecord<>((String) r.get(0),
+                        partition < 0 ? null : partition, null, value);
+                p.send(record, (md, e) -> report(h, outcome(tag, md, e)));
+            } catch (Throwable t) {
+                List<Object> failed = new ArrayList<>(3);
+                failed.add(tag);
+                failed.add(null);
+                failed.add(error(t, true, false));
+                report(h, failed);
+            }
+        }
         Map<String, Object> ok = new LinkedHashMap<>();
         ok.put("id", id);
         ok.put("ok", null);
-        if (Boolean.TRUE.equals(req.get("queue_wait"))) emitLater(ok);  // a streamed send: nobody waits on it
-        else emit(ok);
-        if (held != null) {
-            emitLater(held);
-            h.delivered();
-        }
+        emitLater(ok);
     }
 
     static Object poll(Handle h, double timeout) throws InterruptedException {
