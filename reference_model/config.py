@@ -151,6 +151,9 @@ class RunConfig:
     """The workload's client library (`[workload] client`)."""
     client_version: str | None = None
     """The client's release (`[workload] client_version`); None: the installed confluent-kafka, in process."""
+    partition_eof: bool = False
+    """The group consumers got librdkafka's end-of-partition events (`[workload] partition_eof`), which some of
+    the client's known defects need (reference_model.client_defects)."""
     brokers: tuple[int, ...] = node_ids.broker_ids(3)
     controllers: tuple[int, ...] = node_ids.controller_ids(3, 0)
     """The KRaft voters (the brokers themselves when the nodes are combined)."""
@@ -160,7 +163,8 @@ class RunConfig:
     @classmethod
     def from_scenario(cls, d: Mapping[str, Any]) -> RunConfig:
         """From a resolved scenario dict (``[topic] replication_factor, min_insync_replicas,
-        unclean_leader_election, configs``, ``[workload] acks, idempotence, retries, request_timeout_ms``, ``[cluster]
+        unclean_leader_election, configs``, ``[workload] acks, idempotence, retries, request_timeout_ms, kind, client,
+        client_version, partition_eof``, ``[cluster]
         kafka_version, elr``, top-level ``kafka_settings``). Lenient: missing keys take Kafka's defaults,
         and flat keys (``acks``, ``rf``, ``min_insync``…) are accepted too."""
         topic, workload, cluster = _section(d, "topic"), _section(d, "workload"), _section(d, "cluster")
@@ -217,6 +221,7 @@ class RunConfig:
             transactional=str(_first(workload.get("kind"), d.get("kind"), "queue")) == "txn",
             client=str(_first(workload.get("client"), "librdkafka")),
             client_version=str(workload["client_version"]) if workload.get("client_version") else None,
+            partition_eof=_as_bool(workload.get("partition_eof"), False),
         )
 
     @property

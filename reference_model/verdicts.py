@@ -52,7 +52,8 @@ from kafka_chaos.reference_model.request_faults import (
     rule_for,
 )
 
-__all__ = ["GARBAGE_READ", "FaultSummary", "RunConfig", "Verdict", "judge", "unclean_election_observed"]
+__all__ = ["GARBAGE_READ", "GROUP_POSITION_MOVES", "FaultSummary", "RunConfig", "Verdict", "judge",
+           "unclean_election_observed"]
 
 PROCESS_FAULTS = taking_down()
 LINK_FAULTS = kinds_of("client-link")
@@ -546,6 +547,14 @@ def _nonmonotonic_send(_i: Mapping[str, Any], cfg: RunConfig, known: bool, fault
     )
 
 
+GROUP_POSITION_MOVES = _permitted("subscribe-mode consumer: a rebalance may move its position back or forward")
+"""A group consumer resumes a partition from the group's committed offset after a rebalance or a restart: behind
+what it had read (a re-read, at-least-once), or ahead (another member read the records in between, or records
+returned to it, whose position auto offset store had stored, were committed before the history recorded them).
+One process's reads cannot tell those from a skip, so the permission stands; a client release whose defect moves
+the committed offset (reference_model.client_defects, `group_resume`) is named in its place (:func:`judge`)."""
+
+
 def _consumer_order(i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: FaultSummary) -> Verdict:
     if i.get("skipped_uncommitted") and i.get("isolation", "read_committed") == "read_committed":
         return _permitted(
@@ -559,7 +568,7 @@ def _consumer_order(i: Mapping[str, Any], cfg: RunConfig, known: bool, faults: F
             "commit or abort with it), so an application re-reads by seeking to its committed offsets"
         )
     if i.get("subscribe") or i.get("mode") == "subscribe":
-        return _permitted("subscribe-mode consumer: a rebalance may move its position back or forward")
+        return GROUP_POSITION_MOVES
     offsets = i.get("offsets")
     delta = i.get("delta")
     if (
@@ -842,9 +851,12 @@ def judge(
     if rule is None:
         return _violation(f"no rule of the reference model permits '{anomaly}'")
     verdict = rule(instance, cfg, known, fs)
+    if verdict == GROUP_POSITION_MOVES:
+        return _client_defect(anomaly, cfg, fs, instance, group_resume=True) or verdict
     if verdict.verdict == "violation":
         return (_request_fault(anomaly, cfg, fs) or _disk_fault(anomaly, cfg, fs) or _name_fault(anomaly, fs)
-                or _client_fault(anomaly, fs) or _client_defect(anomaly, cfg, fs) or _readmitted(anomaly, cfg, fs)
+                or _client_fault(anomaly, fs) or _client_defect(anomaly, cfg, fs, instance)
+                or _readmitted(anomaly, cfg, fs)
                 or verdict)
     return verdict
 
@@ -894,10 +906,13 @@ def _client_fault(anomaly: str, faults: FaultSummary) -> Verdict | None:
                                        for kind, client, version in sorted(faults.clients, key=str)))
 
 
-def _client_defect(anomaly: str, cfg: RunConfig, faults: FaultSummary) -> Verdict | None:
-    """A known defect of the run's client release that explains an anomaly the general rules call a violation
-    (reference_model.client_defects); None otherwise."""
-    d = client_defect(anomaly, cfg, leader_changed=faults.leader_affected is not False or faults.link_faults)
+def _client_defect(anomaly: str, cfg: RunConfig, faults: FaultSummary, instance: Mapping[str, Any], *,
+                   group_resume: bool = False) -> Verdict | None:
+    """A known defect of the run's client release that explains an anomaly the general rules call a violation, or
+    with ``group_resume`` one they permit as a group consumer's move (reference_model.client_defects); None
+    otherwise."""
+    d = client_defect(anomaly, cfg, leader_changed=faults.leader_affected is not False or faults.link_faults,
+                      instance=instance, group_resume=group_resume)
     if d is None:
         return None
     return _known_defect(d.name, d.fixed_in, f"{cfg.client} {cfg.client_version or '(installed)'}: {d.reason}")

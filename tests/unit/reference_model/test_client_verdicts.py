@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from kafka_chaos.reference_model.config import RunConfig
-from kafka_chaos.reference_model.verdicts import FaultSummary, judge
+from kafka_chaos.reference_model.verdicts import GROUP_POSITION_MOVES, FaultSummary, judge
 
 KILLED = FaultSummary(kinds=frozenset({"kill"}), leader_affected=True)
 SLOWED = FaultSummary(kinds=frozenset({"latency"}))
@@ -67,3 +67,44 @@ def test_the_run_configuration_reads_the_client_from_the_scenario() -> None:
     assert (c.client, c.client_version, c.transaction_v2) == ("java", "4.1.0", True)
     default = RunConfig.from_scenario({"cluster": {"kafka_version": "4.3.1"}})
     assert (default.client, default.client_version, default.transaction_v2) == ("librdkafka", None, False)
+
+
+# A restarted group consumer's two faces of librdkafka #5213 (the zoo row librdkafka-5213-consume-eof-skip):
+# one value skipped, and a reset to the partition's start after resuming past the log end.
+ONE_SKIPPED = {"key": "chaos/1", "offsets": [26, 28], "delta": 2, "skipped": [81], "subscribe": True}
+RESET_TO_START = {"key": "chaos/0", "offsets": [11, 0], "delta": -11, "subscribe": True}
+
+
+def test_librdkafka_5213_names_a_group_consumers_resume_one_past_the_end_on_the_releases_that_have_it() -> None:
+    for anomaly, instance in (("poll-skip", ONE_SKIPPED), ("nonmonotonic-poll", RESET_TO_START)):
+        for version in ("2.1.0", "2.13.0"):
+            v = judge(anomaly, dict(instance), cfg(version=version, partition_eof=True), NONE)
+            assert (v.verdict, v.defect, v.fixed_in) == ("known-defect", "confluentinc/librdkafka#5213",
+                                                          "librdkafka 2.13.2"), (anomaly, version)
+            assert "rd_kafka_q_serve_rkmessages" in v.reason
+        # past the fix, before the loop, without partition EOF events, on the installed release (the defect is
+        # fixed) and on the Java client: the group permission, as before
+        for c in (cfg(version="2.13.2", partition_eof=True), cfg(version="2.16.0", partition_eof=True),
+                  cfg(version="2.0.2", partition_eof=True), cfg(version="2.13.0"), cfg(partition_eof=True),
+                  cfg("java", "4.1.0", partition_eof=True)):
+            assert judge(anomaly, dict(instance), c, NONE) == GROUP_POSITION_MOVES, (anomaly, c)
+
+
+def test_librdkafka_5213_leaves_other_shapes_and_assigned_consumers_to_the_general_rules() -> None:
+    affected = cfg(version="2.13.0", partition_eof=True)
+    # a skip of several values, a re-read from a committed offset that is not the start: a rebalance's moves
+    for anomaly, instance in (("poll-skip", {**ONE_SKIPPED, "delta": 5, "offsets": [26, 31]}),
+                              ("nonmonotonic-poll", {**RESET_TO_START, "offsets": [11, 4]})):
+        assert judge(anomaly, instance, affected, NONE) == GROUP_POSITION_MOVES
+    # an assigned consumer does not resume from committed offsets: its one-value skip stays a violation
+    assigned = {**ONE_SKIPPED, "subscribe": False, "mode": "assign", "offsets": [26, 29]}
+    assert judge("poll-skip", assigned, affected, NONE).verdict == "violation"
+    # within one poll the position never passes through a commit
+    assert judge("int-poll-skip", dict(ONE_SKIPPED), affected, NONE) == GROUP_POSITION_MOVES
+
+
+def test_the_run_configuration_reads_partition_eof_from_the_workload() -> None:
+    on = RunConfig.from_scenario({"workload": {"client": "librdkafka", "client_version": "2.13.0",
+                                               "consumer_mode": "subscribe", "partition_eof": True}})
+    assert (on.client_version, on.partition_eof) == ("2.13.0", True)
+    assert RunConfig.from_scenario({"workload": {"client_version": "2.13.0"}}).partition_eof is False
