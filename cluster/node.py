@@ -199,6 +199,8 @@ class KafkaNode:
         flags = self._format_flags()
         if spec.elr is not None:
             flags += f" --feature eligible.leader.replicas.version={1 if spec.elr else 0}"
+        if spec.transaction_version is not None:
+            flags += f" --feature transaction.version={spec.transaction_version}"
         return (
             f"{_WRITE_CONFIG}if [ ! -f {DATA_DIR}/meta.properties ]; then "
             f"kafka-storage.sh format -t {self.cluster.cluster_id} -c {CONFIG_PATH}{flags} --ignore-formatted; fi; "

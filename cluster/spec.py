@@ -39,6 +39,11 @@ class ClusterSpec(BaseModel):
         None, ge=16, le=4096,
         description="each node's data on a tmpfs of this many MiB mounted on the host, so disk-full can fill it")
     elr: bool | None = Field(None, description="None: the version's default; else eligible.leader.replicas.version")
+    transaction_version: int | None = Field(
+        None, ge=0, le=2,
+        description="None: the version's default (a new 4.x cluster finalizes 2); else the transaction.version "
+                    "feature the cluster is formatted with. Below 2 every client speaks transaction protocol 1 "
+                    "(no epoch bump per transaction, KIP-890 part 2), the Java client 4.0+ included")
     dynamic_quorum: bool = Field(False, description="KIP-853: controllers found through controller.quorum."
                                                     "bootstrap.servers and formatted with --initial-controllers, so "
                                                     "add-controller/remove-controller can change the voters")
@@ -71,6 +76,20 @@ class ClusterSpec(BaseModel):
         if self.elr is not None and not versions.at_least(self.kafka_version, versions.ELR_FEATURE_FROM):
             raise ValueError(f"elr: Kafka {self.kafka_version} has no eligible.leader.replicas feature (it came in "
                              "4.0); remove cluster.elr or use kafka_version 4.0.1 or later")
+        return self
+
+    @model_validator(mode="after")
+    def _transaction_version_needs_4_0(self) -> ClusterSpec:
+        if self.transaction_version is None:
+            return self
+        if not versions.at_least(self.kafka_version, versions.TRANSACTION_V2_FROM):
+            raise ValueError(f"transaction_version: Kafka {self.kafka_version} cannot be formatted with a "
+                             "transaction.version feature (it came in 4.0, with transaction version 2); remove "
+                             "cluster.transaction_version or use kafka_version 4.0.1 or later")
+        if self.bootstrap_servers:
+            raise ValueError("cluster.transaction_version formats the cluster kafka-chaos starts; an external "
+                             "cluster's transaction.version is its own (kafka-features.sh): remove it for "
+                             "bootstrap_servers")
         return self
 
     @model_validator(mode="after")

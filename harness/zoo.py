@@ -88,11 +88,15 @@ class BugSide(_Strict):
     note: str = ""
 
     def label(self, bug_client: str) -> str:
-        """The side's version as the table says it: Kafka's, or the client's release and the Kafka it ran on."""
+        """The side's version as the table says it: Kafka's, or the client's release and the Kafka it ran on, and
+        the transaction.version the cluster was formatted with when the side sets it (a bug whose sides differ by
+        the transaction protocol alone)."""
         if self.client_version is None and self.client is None:
-            return self.kafka_version
-        client = self.client or bug_client
-        return f"{client} {self.client_version or '(installed)'} on Kafka {self.kafka_version}"
+            label = self.kafka_version
+        else:
+            label = f"{self.client or bug_client} {self.client_version or '(installed)'} on Kafka {self.kafka_version}"
+        tv = self.overrides.get("cluster.transaction_version")
+        return label if tv is None else f"{label}, transaction.version={tv}"
 
 
 class Bug(_Strict):

@@ -154,6 +154,9 @@ class RunConfig:
     partition_eof: bool = False
     """The group consumers got librdkafka's end-of-partition events (`[workload] partition_eof`), which some of
     the client's known defects need (reference_model.client_defects)."""
+    cluster_transaction_version: int | None = None
+    """The transaction.version feature the cluster was formatted with (`[cluster] transaction_version`); None: the
+    version's default (2 on a new 4.x cluster)."""
     brokers: tuple[int, ...] = node_ids.broker_ids(3)
     controllers: tuple[int, ...] = node_ids.controller_ids(3, 0)
     """The KRaft voters (the brokers themselves when the nodes are combined)."""
@@ -165,8 +168,8 @@ class RunConfig:
         """From a resolved scenario dict (``[topic] replication_factor, min_insync_replicas,
         unclean_leader_election, configs``, ``[workload] acks, idempotence, retries, request_timeout_ms, kind, client,
         client_version, partition_eof``, ``[cluster]
-        kafka_version, elr``, top-level ``kafka_settings``). Lenient: missing keys take Kafka's defaults,
-        and flat keys (``acks``, ``rf``, ``min_insync``…) are accepted too."""
+        kafka_version, elr, transaction_version``, top-level ``kafka_settings``). Lenient: missing keys take Kafka's
+        defaults, and flat keys (``acks``, ``rf``, ``min_insync``…) are accepted too."""
         topic, workload, cluster = _section(d, "topic"), _section(d, "workload"), _section(d, "cluster")
         topic_configs = _section(topic, "configs")
         settings = _section(d, "kafka_settings")
@@ -222,6 +225,8 @@ class RunConfig:
             client=str(_first(workload.get("client"), "librdkafka")),
             client_version=str(workload["client_version"]) if workload.get("client_version") else None,
             partition_eof=_as_bool(workload.get("partition_eof"), False),
+            cluster_transaction_version=(_as_int(cluster["transaction_version"], 2)
+                                         if cluster.get("transaction_version") is not None else None),
         )
 
     @property
@@ -234,8 +239,10 @@ class RunConfig:
     @property
     def transaction_v2(self) -> bool:
         """Whether transactions run KIP-890's protocol version 2 (an epoch bump per transaction): a client that
-        asks for it and a 4.0+ broker, which finalizes it on a new cluster (request_faults.transaction_version_2)."""
-        return transaction_version_2(self.kafka_version, self.client_transaction_version)
+        asks for it and a 4.0+ broker that finalized it, as a new cluster does unless `[cluster]
+        transaction_version` formats it lower (request_faults.transaction_version_2)."""
+        return transaction_version_2(self.kafka_version, self.client_transaction_version,
+                                     self.cluster_transaction_version)
 
     @classmethod
     def coerce(cls, config: Any) -> tuple[RunConfig, bool]:

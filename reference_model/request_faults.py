@@ -92,20 +92,26 @@ class RequestFaultRule:
     fixed_in: str | None = None
 
 
-def transaction_version_2(kafka_version: str | None, client_transaction_version: int | None) -> bool:
-    """Whether transactions run with an epoch bump per transaction: a 4.0+ broker and a client that asks for
-    transaction version 2 (librdkafka never does: ``None``/1)."""
+def transaction_version_2(kafka_version: str | None, client_transaction_version: int | None,
+                          cluster_transaction_version: int | None = None) -> bool:
+    """Whether transactions run with an epoch bump per transaction: a 4.0+ broker whose finalized transaction.version
+    feature is 2 (``None``: a new 4.x cluster's default, 2) and a client that asks for transaction version 2
+    (librdkafka never does: ``None``/1). The Java client 4.0+ reads the finalized feature from ApiVersions
+    (TransactionManager.isTransactionV2Enabled), so a cluster formatted with transaction.version=1 makes it speak 1."""
     return bool(client_transaction_version and client_transaction_version >= 2
+                and (cluster_transaction_version is None or cluster_transaction_version >= 2)
                 and versions.at_least(kafka_version, versions.TRANSACTION_V2_FROM))
 
 
 def rule_for(kind: str, api: str, *, kafka_version: str | None, idempotence: bool, transactional: bool,
-             client_transaction_version: int | None = None) -> RequestFaultRule:
+             client_transaction_version: int | None = None,
+             cluster_transaction_version: int | None = None) -> RequestFaultRule:
     """The promise Kafka makes about ``kind`` acting on requests of ``api`` (an API name as in Kafka's
-    message definitions, e.g. ``Produce``, ``EndTxn``) at ``kafka_version``."""
+    message definitions, e.g. ``Produce``, ``EndTxn``) at ``kafka_version``, with the transaction protocol the
+    client and the cluster's finalized transaction.version agree on (transaction_version_2)."""
     if kind not in REQUEST_FAULT_KINDS:
         raise ValueError(f"not a request fault kind: {kind!r}")
-    tv2 = transaction_version_2(kafka_version, client_transaction_version)
+    tv2 = transaction_version_2(kafka_version, client_transaction_version, cluster_transaction_version)
     if api == "Produce":
         return _produce(kind, kafka_version, idempotence=idempotence, transactional=transactional, tv2=tv2)
     if api == "EndTxn" and kind in LATE_REQUEST_KINDS:

@@ -868,7 +868,8 @@ def _request_fault(anomaly: str, cfg: RunConfig, faults: FaultSummary) -> Verdic
     return _first_permitting(anomaly, (
         (f"{kind} on {api}", rule_for(kind, api, kafka_version=cfg.kafka_version, idempotence=cfg.idempotence,
                                       transactional=cfg.transactional,
-                                      client_transaction_version=cfg.client_transaction_version))
+                                      client_transaction_version=cfg.client_transaction_version,
+                                      cluster_transaction_version=cfg.cluster_transaction_version))
         for kind, api in sorted(faults.requests)))
 
 

@@ -5,8 +5,9 @@ one; the first copy is released ahead of the next transaction's own EndTxn (`rel
 Under transaction protocol v1 (librdkafka) it ends that transaction: what the checker finds is shown with the
 model's verdict, KAFKA-17754 a known defect (reference_model/request_faults.py, docs/architecture.md §5).
 librdkafka sends EndTxn only once the transaction's messages are flushed, so a late commit that lands ahead of the
-next transaction's own EndTxn commits a whole transaction: what Kafka's code says then shows is no anomaly, or,
-when that transaction was to abort, its records committed (G1a at read_committed, a known defect).
+next transaction's own EndTxn commits a whole transaction: what Kafka's code says then shows is no anomaly; when
+that transaction was to abort, its records are committed but its own EndTxn(abort) meets a finished commit and
+gets INVALID_TXN_STATE, fatal to librdkafka (rd_kafka_txn_handle_EndTxn), so the op's outcome is unknown.
 Asserts on the history only."""
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from kafka_chaos.cluster import images
 from kafka_chaos.cluster.images import DEFAULT_KAFKA_VERSION, IMAGES_DIR, fit_launchers, missing_artifacts, not_served
 from kafka_chaos.cluster.node import KafkaNode
 from kafka_chaos.cluster.spec import ClusterSpec
-from kafka_chaos.errors import ImageBuildError, ImageMissing
+from kafka_chaos.errors import ImageBuildError, ImageMissing, ScenarioError
 from kafka_chaos.harness.scenario import parse_scenario
 
 SUPPORTED = ["3.4.0", "3.4.1", "3.5.2", "3.6.2", "3.7.0", "3.8.1", "3.9.1", "4.0.1", DEFAULT_KAFKA_VERSION]
@@ -110,9 +110,9 @@ def test_a_class_the_jars_lack_fails_the_build(tmp_path: Path) -> None:
 # -- the node's configuration per version ----------------------------------------------------------------------
 
 
-def _node(version: str, role: str = "combined") -> KafkaNode:
-    cluster = SimpleNamespace(spec=ClusterSpec(kafka_version=version), run_id="t", directory_ids={}, cluster_id="c",
-                              link_proxies=None)
+def _node(version: str, role: str = "combined", **spec: object) -> KafkaNode:
+    cluster = SimpleNamespace(spec=ClusterSpec(kafka_version=version, **spec), run_id="t", directory_ids={},
+                              cluster_id="c", link_proxies=None)
     return KafkaNode(cluster, 1, role)  # type: ignore[arg-type]
 
 
@@ -130,6 +130,35 @@ def test_before_kip_853_a_combined_node_advertises_no_controller_listener(versio
 @pytest.mark.parametrize("version", ["3.9.1", "4.0.1", DEFAULT_KAFKA_VERSION])
 def test_from_3_9_a_combined_node_advertises_its_controller_listener_as_before(version: str) -> None:
     assert "CONTROLLER://node-1:9093" in _node(version).server_properties()["advertised.listeners"]
+
+
+def _format_flags(node: KafkaNode) -> str:
+    return node._entrypoint().split("kafka-storage.sh format")[1].split(";")[0]
+
+
+@pytest.mark.parametrize("level", [0, 1, 2])
+def test_the_cluster_is_formatted_with_the_transaction_version_asked_for(level: int) -> None:
+    fmt = _format_flags(_node("4.0.1", transaction_version=level))
+    assert f" --feature transaction.version={level} " in f"{fmt} "
+    assert "transaction.version" not in _format_flags(_node("4.0.1"))  # unset: the version's own default
+
+
+def test_transaction_version_and_elr_are_both_formatted() -> None:
+    fmt = _format_flags(_node(DEFAULT_KAFKA_VERSION, elr=False, transaction_version=1))
+    assert "--feature eligible.leader.replicas.version=0" in fmt and "--feature transaction.version=1" in fmt
+
+
+@pytest.mark.parametrize("version", ["3.9.1", "3.6.2"])
+def test_a_transaction_version_before_4_0_is_refused_naming_the_fix(version: str) -> None:
+    with pytest.raises(ScenarioError, match=r"transaction_version: Kafka .* 4\.0\.1 or later"):
+        parse_scenario({"name": "t", "cluster": {"kafka_version": version, "transaction_version": 1}})
+
+
+@pytest.mark.parametrize("bad", [{"transaction_version": 3}, {"transaction_version": -1},
+                                 {"transaction_version": 1, "bootstrap_servers": "kafka:9092"}])
+def test_a_transaction_version_the_cluster_cannot_be_formatted_with_is_refused(bad: dict[str, object]) -> None:
+    with pytest.raises(ScenarioError, match="transaction_version"):
+        parse_scenario({"name": "t", "cluster": {"kafka_version": "4.3.1", **bad}})
 
 
 def test_a_node_moved_to_another_image_is_configured_for_that_version() -> None:

@@ -68,6 +68,15 @@ def test_a_client_bugs_sides_run_its_client_releases_on_one_kafka(tmp_path: Path
     assert plain.bug.affected.label(plain.bug.client) == "4.0.1"
 
 
+def test_sides_that_differ_by_the_clusters_transaction_version_say_it(tmp_path: Path) -> None:
+    text = GOOD.replace('kafka_version = "4.0.1"', 'kafka_version = "4.3.1"\nclient = "java"\nclient_version = "4.1.0"'
+                        '\noverrides = {"cluster.transaction_version" = 1}', 1)
+    (b,) = load_zoo(directory=_write(tmp_path, text))
+    assert b.scenario("affected", 0).cluster.transaction_version == 1
+    assert b.scenario("fixed", 0).cluster.transaction_version is None
+    assert b.bug.affected.label(b.bug.client) == "java 4.1.0 on Kafka 4.3.1, transaction.version=1"
+
+
 def test_each_side_runs_its_version_with_its_overrides_and_a_seed_per_attempt(tmp_path: Path) -> None:
     (b,) = load_zoo(directory=_write(tmp_path, GOOD))
     affected, fixed = b.scenario("affected", 0), b.scenario("fixed", 1)

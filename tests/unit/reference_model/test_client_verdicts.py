@@ -49,10 +49,11 @@ def test_the_reused_sequence_is_librdkafkas_defect_and_not_the_java_clients() ->
 
 def test_kafka_17754_is_a_regression_with_transaction_version_2_and_a_known_defect_without() -> None:
     aborted_read = {"writer_txn": True, "isolation": "read_committed"}
-    for client, version, kafka in (("librdkafka", None, "4.3.1"), ("java", "3.9.1", "4.3.1"),
-                                   ("java", "4.1.0", "3.9.1")):
-        v = judge("G1a", aborted_read, cfg(client, version, kafka, transactional=True), SLOWED)
-        assert (v.verdict, v.defect) == ("known-defect", "KAFKA-17754"), (client, version, kafka)
+    for client, version, kafka, cluster_tv in (("librdkafka", None, "4.3.1", None), ("java", "3.9.1", "4.3.1", None),
+                                               ("java", "4.1.0", "3.9.1", None), ("java", "4.1.0", "4.3.1", 1)):
+        v = judge("G1a", aborted_read, cfg(client, version, kafka, transactional=True,
+                                           cluster_transaction_version=cluster_tv), SLOWED)
+        assert (v.verdict, v.defect) == ("known-defect", "KAFKA-17754"), (client, version, kafka, cluster_tv)
     tv2 = judge("G1a", aborted_read, cfg("java", "4.1.0", "4.3.1", transactional=True), SLOWED)
     assert tv2.verdict == "violation" and "regression of KAFKA-17754" in tv2.reason
     held = FaultSummary(kinds=frozenset({"request-hold"}), requests=frozenset({("request-hold", "EndTxn")}))
@@ -65,6 +66,9 @@ def test_the_run_configuration_reads_the_client_from_the_scenario() -> None:
     c = RunConfig.from_scenario({"workload": {"client": "java", "client_version": "4.1.0"},
                                  "cluster": {"kafka_version": "4.3.1"}})
     assert (c.client, c.client_version, c.transaction_v2) == ("java", "4.1.0", True)
+    v1 = RunConfig.from_scenario({"workload": {"client": "java", "client_version": "4.1.0"},
+                                  "cluster": {"kafka_version": "4.3.1", "transaction_version": 1}})
+    assert (v1.client_transaction_version, v1.cluster_transaction_version, v1.transaction_v2) == (2, 1, False)
     default = RunConfig.from_scenario({"cluster": {"kafka_version": "4.3.1"}})
     assert (default.client, default.client_version, default.transaction_v2) == ("librdkafka", None, False)
 

@@ -61,6 +61,23 @@ def test_late_end_txn_needs_both_a_4_0_broker_and_a_version_2_client() -> None:
     assert transaction_version_2("4.0.0", 2)
 
 
+def test_a_cluster_formatted_below_transaction_version_2_makes_a_version_2_client_speak_1() -> None:
+    """The Java client 4.0+ speaks the finalized transaction.version: on a cluster formatted with 1 (or 0) a late
+    EndTxn or Produce is as under librdkafka."""
+    for cluster_tv in (0, 1):
+        assert not transaction_version_2("4.3.1", 2, cluster_tv)
+        end_txn = rule_for("request-hold", "EndTxn", kafka_version="4.3.1", idempotence=True, transactional=True,
+                           client_transaction_version=2, cluster_transaction_version=cluster_tv)
+        assert end_txn.defect == "KAFKA-17754" and {"G1a", "lost-write"} <= end_txn.permits
+        produce = rule_for("request-hold", "Produce", kafka_version="4.3.1", idempotence=True, transactional=True,
+                           client_transaction_version=2, cluster_transaction_version=cluster_tv)
+        assert produce.permits >= TXN_LOSS_ANOMALIES
+    assert transaction_version_2("4.3.1", 2, 2) and transaction_version_2("4.3.1", 2, None)
+    assert rule_for("request-hold", "EndTxn", kafka_version="4.3.1", idempotence=True, transactional=True,
+                    client_transaction_version=2, cluster_transaction_version=2).permits == frozenset()
+    assert not transaction_version_2("4.3.1", 1, 2)  # librdkafka on a version 2 cluster still speaks 1
+
+
 @pytest.mark.parametrize("api", ["AlterPartition", "WriteTxnMarkers", "Fetch", "Metadata"])
 @pytest.mark.parametrize("kind", sorted(REQUEST_FAULT_KINDS))
 def test_other_requests_permit_no_data_anomaly(api: str, kind: str) -> None:
