@@ -11,7 +11,7 @@ import pytest
 
 from kafka_chaos.harness.run import RunResult
 
-from .conftest import events, nemesis, run_logging_clients, topic_of
+from .conftest import events, nemesis, readers, run_logging_clients, topic_of, txn_sends
 
 pytestmark = [pytest.mark.cluster, pytest.mark.chaos,
               pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")]
@@ -136,25 +136,6 @@ def test_a_java_consumer_paused_past_its_session_timeout_is_replaced_and_rejoins
     moved = [(name, i) for name in ("poll-skip", "nonmonotonic-poll") for i in r["anomalies"].get(name, [])]
     assert all(i["subscribe"] and i["verdict"] == "permitted" for _, i in moved), moved[:3]
     assert_nothing_lost(result)
-
-
-def readers(result: RunResult) -> dict[str, set[tuple[str, int]]]:
-    """(key, value) of what each standalone reader read, by its isolation level (its `assign` op names it)."""
-    history = events(result)
-    isolation = {e["process"]: e["value"]["isolation"] for e in history
-                 if e["f"] == "assign" and e["type"] == "invoke" and isinstance(e["value"], dict)}
-    out: dict[str, set[tuple[str, int]]] = {level: set() for level in isolation.values()}
-    for e in history:
-        if e["f"] == "poll" and e["type"] == "ok" and e["process"] in isolation:
-            out[isolation[e["process"]]] |= {(key, value) for op in e["value"] if len(op) > 1
-                                             for key, records in op[1].items() for _, value in records}
-    return out
-
-
-def txn_sends(result: RunResult, type_: str) -> set[tuple[str, int]]:
-    """(key, value) of the sends of the transactions that completed as `type_` (ok: committed, fail: aborted)."""
-    return {(m[1], m[2][1] if isinstance(m[2], list) else m[2]) for e in events(result)
-            if e["f"] == "txn" and e["type"] == type_ for m in e["value"] if m[0] == "send"}
 
 
 @pytest.mark.nightly
