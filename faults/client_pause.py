@@ -15,6 +15,9 @@ from kafka_chaos.workloads.drivers.remote import WorkerProcess
 
 WORKER_WAIT_S = 15.0
 """How long the fault waits for a chosen process's worker to be running (its thread starts it when it begins)."""
+TRANSACTION_WAIT_S = 30.0
+"""`during = "transaction"`: how long the fault waits for a chosen worker to hold a transaction open with a send
+acknowledged."""
 
 
 @dataclass
@@ -37,13 +40,30 @@ class ClientPause:
                 raise ValueError(f"client-pause: process {p} has no client worker running (an out-of-process client "
                                  "is needed: [workload] client_version; or the process ended)")
             workers[p] = found
+        during = str(self.params.get("during", "now"))
+        if during == "transaction":
+            self._await_transaction([w for ws in workers.values() for w in ws], processes)
         for found in workers.values():
             for w in found:
                 w.freeze()
                 self.frozen.append(w)
         first = self.frozen[0]
         return {"nodes": [], "clients": processes, "pids": {str(p): [w.pid for w in ws] for p, ws in workers.items()},
-                "client": first.client, "version": first.version}
+                "client": first.client, "version": first.version,
+                **({"during": during, "in_transaction": [w.pid for w in self.frozen if w.transaction_written.is_set()]}
+                   if during != "now" else {})}
+
+    def _await_transaction(self, workers: list[WorkerProcess], processes: list[int]) -> None:
+        """Until one of `workers` holds a transaction open with a send acknowledged: frozen then, the transaction
+        stays open at its coordinator until transaction.timeout.ms aborts it. The workload holds it open for
+        seconds (txn_commit_delay_ms), so the freeze lands well before its commit is asked for."""
+        deadline = time.monotonic() + TRANSACTION_WAIT_S
+        while not any(w.transaction_written.is_set() for w in workers):
+            if time.monotonic() >= deadline or self.stop.is_set():
+                raise ValueError(f"client-pause: process {processes} held no transaction open with a send "
+                                 f"acknowledged within {TRANSACTION_WAIT_S:.0f}s (during = \"transaction\" needs "
+                                 "[workload] txn_commit_delay_ms, which holds each transaction open before its commit)")
+            workers[0].transaction_written.wait(0.02)
 
     def heal(self, nodes: list[int]) -> dict[str, Any]:
         for w in self.frozen:

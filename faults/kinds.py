@@ -25,6 +25,7 @@ from kafka_chaos.faults.partitions import Shape, grudge
 from kafka_chaos.faults.registry import KINDS
 from kafka_chaos.faults.targets import LiveCluster
 from kafka_chaos.workloads.clients import process_of
+from kafka_chaos.workloads.drivers import IN_PROCESS
 
 NODE_FAULTS = tuple(k for k, info in KINDS.items() if info.family == "process")
 LINK_FAULTS = tuple(k for k, info in KINDS.items() if info.family == "client-link")
@@ -403,30 +404,27 @@ class RequestFault:
 class DnsFault:
     """dns-fail/dns-restore: each target broker's host name, as clients resolve it (cluster.host_names), stops
     resolving or points at an address where nothing answers; the heal maps it to the broker again. The history
-    value names each name and what it now resolves to, and the librdkafka the clients run (its handling of a
-    failed lookup changed across versions: reference_model.dns_faults)."""
+    value names each name and what it now resolves to, the run's client and version, and the librdkafka the
+    clients run, None for another client (its handling of a failed lookup changed across versions:
+    reference_model.dns_faults)."""
 
     cluster: Any  # cluster.kafka.KafkaCluster: break_host_name, restore_host_name
     mode: str = "unresolvable"
+    client: Mapping[str, Any] | None = None
+    """The run's client record (workloads.drivers.client_record); None: the in-process librdkafka."""
     name: str = "dns-fail"
 
     def start(self, nodes: list[int]) -> dict[str, Any]:
         names: dict[str, Any] = {}
         for n in nodes:
             names.update(self.cluster.break_host_name(n, self.mode))
-        return {"nodes": nodes, "mode": self.mode, "names": names, "librdkafka": librdkafka_version()}
+        client, version = ((str(self.client["client"]), str(self.client["version"])) if self.client
+                           else ("librdkafka", IN_PROCESS.version))
+        return {"nodes": nodes, "mode": self.mode, "names": names, "client": client, "version": version,
+                "librdkafka": version if client == "librdkafka" else None}
 
     def heal(self, nodes: list[int]) -> dict[str, Any]:
         names: dict[str, Any] = {}
         for n in nodes:
             names.update(self.cluster.restore_host_name(n))
         return {"nodes": nodes, "names": names}
-
-
-def librdkafka_version() -> str | None:
-    """The librdkafka bundled with the confluent-kafka the clients run in this process."""
-    try:
-        from confluent_kafka import libversion
-    except ImportError:
-        return None
-    return str(libversion()[0])

@@ -43,6 +43,7 @@ from kafka_chaos.faults.schedule import PlannedFault
 from kafka_chaos.faults.targets import LiveCluster, TargetError, resolve
 from kafka_chaos.interrupts import join
 from kafka_chaos.workloads.clients import starting_clients
+from kafka_chaos.workloads.drivers import client_record
 
 if TYPE_CHECKING:  # types only: the nemesis never imports the harness at run time
     from kafka_chaos.harness.testmap import RunContext
@@ -71,9 +72,13 @@ class Nemesis:
         links: LinkFaults | None = None,
         clock: Callable[[], float] = time.monotonic,
         clients: Mapping[int, list[str]] | None = None,
+        client: Mapping[str, Any] | None = None,
     ) -> None:
-        """`clients`: process id → its clients' ids (workloads.clients), for request faults' `clients`."""
+        """`clients`: process id → its clients' ids (workloads.clients), for request faults' `clients`; `client`:
+        the run's client (workloads.drivers.client_record; None: the in-process librdkafka), for the faults whose
+        effect depends on it."""
         self.cluster, self.topic, self.plan, self.recorder = cluster, topic, plan, recorder
+        self.client = client
         self.rng = random.Random(seed)
         self.links = links
         self.clients = clients or {}
@@ -111,7 +116,7 @@ class Nemesis:
         if info.family == "client-name":
             if not hasattr(self.cluster, "break_host_name"):
                 raise RuntimeError(f"{p.kind} needs a cluster kafka-chaos starts (cluster.host_names)")
-            return DnsFault(self.cluster, str(p.params.get("mode", "unresolvable")))
+            return DnsFault(self.cluster, str(p.params.get("mode", "unresolvable")), self.client)
         if info.family == "process":
             return NodeFault(p.kind, self.cluster)
         if info.family == "network":
@@ -228,7 +233,8 @@ class ScheduledNemesis:
     def start(self, ctx: RunContext) -> None:
         links = ctx.cluster.toxiproxy.links if ctx.cluster.toxiproxy else None
         self._nemesis = Nemesis(ctx.cluster, ctx.topic, self.planned, ctx.history, ctx.scenario.seed, links=links,
-                                clients=starting_clients(ctx.scenario.workload))
+                                clients=starting_clients(ctx.scenario.workload),
+                                client=client_record(ctx.scenario.workload))
         self._nemesis.start()
 
     def stop(self, ctx: RunContext, *, interrupted: bool) -> None:

@@ -24,6 +24,7 @@ ALL_DISK_OPS: tuple[DiskOp, ...] = get_args(DiskOp)
 TornMode = Literal["page", "byte"]
 DnsMode = Literal["unresolvable", "dead-address"]
 Rejoin = Literal["isr", "unfenced"]
+During = Literal["now", "transaction"]
 assert ALL_DISK_OPS == DISK_OPS, "DiskOp and cluster.volatile_disk.DISK_OPS must name the same operations"
 
 
@@ -62,6 +63,10 @@ class FaultSpec(_Strict):
         "request faults on client links: only the requests (or their responses) of these history processes' "
         "clients, by the client.id each workload client carries (workloads.clients); empty: every client's. "
         "client-pause: the processes whose client workers are frozen"))
+    during: During = Field("now", description=(
+        "client-pause: freeze at once, or (transaction) once a chosen process's producer holds a transaction open "
+        "whose sends were acknowledged, so the coordinator has it open ([workload] txn_commit_delay_ms holds it "
+        "open between the sends and the commit); the heal stays at at_s + duration_s"))
     # disk faults on the volatile disk (cluster.volatile_disk)
     delay_ms: int = Field(100, ge=0, description="slow-disk: ms added to every fsync")
     ops: list[DiskOp] = Field(default_factory=lambda: list(ALL_DISK_OPS), min_length=1,
@@ -164,7 +169,8 @@ def _link_params(kind: str, spec: FaultSpec | FaultGenerator, jitter_ms: int = 0
     if kind == "dns-fail":
         return {"mode": spec.mode}
     if KINDS[kind].family == "client-process":
-        return {"clients": list(getattr(spec, "clients", []))}
+        during = {"during": spec.during} if isinstance(spec, FaultSpec) and spec.during != "now" else {}
+        return {"clients": list(getattr(spec, "clients", [])), **during}
     if kind == "disk-replace":  # only when asked: a plan's other disk-replaces keep their recorded params
         return {"rejoin": spec.rejoin} if isinstance(spec, FaultSpec) and spec.rejoin != "isr" else {}
     if kind == "power-loss" and spec.torn:

@@ -41,7 +41,7 @@ from kafka_chaos.history import History
 from kafka_chaos.interrupts import STOPPING
 from kafka_chaos.interrupts import reset as reset_interrupts
 from kafka_chaos.rundir import RunDir
-from kafka_chaos.workloads.drivers import IN_PROCESS
+from kafka_chaos.workloads.drivers import client_record
 from kafka_chaos.workloads.drivers import prepare as prepare_client
 from kafka_chaos.workloads.queue import QueueWorkload
 
@@ -143,7 +143,8 @@ def run_scenario(
             history = stack.enter_context(History(run.history, on_line=tables.feed))
             # clock_unix_ns: the history clock's wall-clock origin, to place the nodes' log lines (events.jsonl)
             history.record("harness", "info", "run-start",
-                           {**resolved, "clock_unix_ns": time.time_ns() - history.now(), "client": _client(s)})
+                           {**resolved, "clock_unix_ns": time.time_ns() - history.now(),
+                            "client": client_record(s.workload)})
             cluster: KafkaCluster | ExternalCluster
             if spec.bootstrap_servers:  # someone else's cluster: connect, start nothing, stop nothing
                 cluster = stack.enter_context(ExternalCluster(spec.bootstrap_servers, spec.control))
@@ -186,13 +187,6 @@ def _require_operation_images(s: Scenario) -> None:
         client = docker_client()
         for version in versions:
             require_image(client, kafka_image(version))
-
-
-def _client(s: Scenario) -> dict[str, Any]:
-    """The client the workload runs, as the history records it (the in-process one's version is the installed
-    librdkafka's: the scenario does not name it)."""
-    pinned = s.workload.client_version
-    return {"client": s.workload.client, "version": pinned or IN_PROCESS.version, "in_process": pinned is None}
 
 
 def _prepare_client(s: Scenario, console: Console) -> None:

@@ -263,9 +263,11 @@ class Scenario(Strict):
                              "generator cannot name (it has no clients): give it in [[faults.schedule]] with "
                              "clients = [process ids]")
         for i, f in enumerate(self.faults.schedule):
-            if KINDS[f.kind].family != "client-process":
-                continue
             what = f"faults.schedule[{i}] ({f.kind})"
+            if KINDS[f.kind].family != "client-process":
+                if f.during != "now":
+                    raise ValueError(f"{what}: during is client-pause's (when it freezes); remove it")
+                continue
             if not f.clients:
                 raise ValueError(f"{what} needs clients = [process ids], the history processes whose client "
                                  "workers it freezes (e.g. clients = [0] for the queue workload's first consumer)")
@@ -273,6 +275,9 @@ class Scenario(Strict):
                 raise ValueError(f"{what} freezes a client's own process, and the workload's clients run inside "
                                  "kafka-chaos (the installed confluent-kafka): set [workload] client_version (e.g. "
                                  '"2.6.1", run in worker processes of its own) or client = "java"')
+            if f.during == "transaction" and self.workload.kind != "txn":
+                raise ValueError(f'{what}: during = "transaction" waits for a transaction, and only the txn '
+                                 'workload has any: set [workload] kind = "txn", or remove during')
             self._fits_clients(what, f.clients, False)
 
     def _fits_clients(self, what: str, clients: list[int], on_node_links: bool) -> None:

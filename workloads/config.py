@@ -59,6 +59,10 @@ class WorkloadConfig(BaseModel):
         None, ge=1, description="txn: before an abort on purpose, wait up to this long for the transaction's sends "
         "to be acknowledged (flush), so the abort ends a transaction whose partitions were added and records "
         "written; unset: abort right after the sends, which may leave nothing on the brokers to abort")
+    txn_commit_delay_ms: int | None = Field(
+        None, ge=1, description="txn: before each commit, wait for the transaction's sends to be acknowledged "
+        "(flush) and then hold the transaction open this long, as a slow application between its writes and its "
+        "commit (a client-pause with during = \"transaction\" freezes a producer then); unset: commit at once")
     txn_mixed_share: float = Field(0.3, ge=0, le=1,
                                    description="txn: share that poll and send in one transaction (offsets in it)")
     txn_socket_timeout_ms: int | None = Field(

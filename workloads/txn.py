@@ -279,6 +279,9 @@ class TxnProducerThread:
                     # a flush may end early on a failed delivery: the abort goes ahead whatever was acknowledged
                     producer.flush(c.txn_abort_wait_ms / 1000)
                 raise _Outcome("fail", "aborted on purpose")
+            if c.txn_commit_delay_ms:
+                producer.flush(c.txn_commit_delay_ms / 1000)  # acknowledged: the coordinator has the transaction
+                self.stop_event.wait(c.txn_commit_delay_ms / 1000)
             try:
                 end_txn.update(result="commit", started=time.monotonic_ns())
                 producer.commit_transaction(timeout)

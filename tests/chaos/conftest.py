@@ -123,3 +123,22 @@ def run_logging_clients(chaos_run: Any, scenario: dict[str, Any]) -> tuple[RunRe
     finally:
         client_log.removeHandler(log)
         client_log.setLevel(level)
+
+
+def readers(result: RunResult) -> dict[str, set[tuple[str, int]]]:
+    """(key, value) of what each standalone reader read, by its isolation level (its `assign` op names it)."""
+    history = events(result)
+    isolation = {e["process"]: e["value"]["isolation"] for e in history
+                 if e["f"] == "assign" and e["type"] == "invoke" and isinstance(e["value"], dict)}
+    out: dict[str, set[tuple[str, int]]] = {level: set() for level in isolation.values()}
+    for e in history:
+        if e["f"] == "poll" and e["type"] == "ok" and e["process"] in isolation:
+            out[isolation[e["process"]]] |= {(key, value) for op in e["value"] if len(op) > 1
+                                             for key, records in op[1].items() for _, value in records}
+    return out
+
+
+def txn_sends(result: RunResult, type_: str) -> set[tuple[str, int]]:
+    """(key, value) of the sends of the transactions that completed as `type_` (ok: committed, fail: aborted)."""
+    return {(m[1], m[2][1] if isinstance(m[2], list) else m[2]) for e in events(result)
+            if e["f"] == "txn" and e["type"] == type_ for m in e["value"] if m[0] == "send"}

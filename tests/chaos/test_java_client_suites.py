@@ -1,7 +1,7 @@
 """The workloads with the Apache Kafka Java client (workloads.drivers.java: one worker process per history process)
-on a real cluster: the control run and a killed partition leader for the queue workload, and (nightly) the
-transactional control run. The history is recorded the same way whichever client ran it, so the checks are the
-librdkafka suites' own. Asserts on the history."""
+on a real cluster: the control run, a killed partition leader and a consumer paused past its session timeout for
+the queue workload, and (nightly) the transactional control run. The history is recorded the same way whichever
+client ran it, so the checks are the librdkafka suites' own. Asserts on the history."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from kafka_chaos.harness.run import RunResult
 
-from .conftest import events, nemesis, run_logging_clients
+from .conftest import events, nemesis, readers, run_logging_clients, topic_of, txn_sends
 
 pytestmark = [pytest.mark.cluster, pytest.mark.chaos,
               pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")]
@@ -74,23 +74,68 @@ def test_the_java_producer_loses_nothing_when_the_partition_leader_is_killed(cha
     assert_nothing_lost(result)
 
 
-def readers(result: RunResult) -> dict[str, set[tuple[str, int]]]:
-    """(key, value) of what each standalone reader read, by its isolation level (its `assign` op names it)."""
+SESSION_TIMEOUT_S = 6  # workloads.consumer's session.timeout.ms
+PAUSED_JAVA_CONSUMER: dict[str, Any] = {
+    "name": "java-client-pause-consumer", "duration_s": 26, **CLUSTER,
+    "workload": {**JAVA, "producers": 1, "consumers": 2, "consumer_mode": "subscribe", "rate": 100},
+    # process 0 is the first consumer (workloads.clients numbers the consumers first); paused once the group has
+    # settled after both consumers joined, and thawed with time left to rejoin and read
+    "faults": {"schedule": [{"kind": "client-pause", "clients": [0], "at_s": 6,
+                             "duration_s": SESSION_TIMEOUT_S + 6}]},
+}
+
+
+def test_a_java_consumer_paused_past_its_session_timeout_is_replaced_and_rejoins(chaos_run: Any) -> None:
+    """The Java consumer speaks the classic group protocol here (kafka-clients' default group.protocol; the
+    workload sets session.timeout.ms, a classic-protocol setting, and never group.protocol=consumer, KIP-848).
+    SIGSTOP freezes the whole JVM, its heartbeat thread too, so the coordinator hears nothing for longer than
+    session.timeout.ms and removes the member: its partitions go to the other consumer, which reads on from the
+    group's committed offsets (auto-commit lags what the paused one read, so some records are read again). When it
+    is thawed, its heartbeat finds the member unknown (UNKNOWN_MEMBER_ID), it resets its generation and joins again.
+
+    The model (reference_model.client_faults): an availability fault on the client's side; Kafka permits no data
+    anomaly for it. A subscribe consumer's poll-skip and nonmonotonic-poll are permitted (a rebalance moves its
+    position: checker.verdicts), a re-read by another member is no anomaly at all; what the group as a whole must
+    not do is skip a committed position, so the two consumers' reads of each partition leave no offset out."""
+    result, log = run_logging_clients(chaos_run, PAUSED_JAVA_CONSUMER)
+    assert_java_client(result)
     history = events(result)
-    isolation = {e["process"]: e["value"]["isolation"] for e in history
-                 if e["f"] == "assign" and e["type"] == "invoke" and isinstance(e["value"], dict)}
-    out: dict[str, set[tuple[str, int]]] = {level: set() for level in isolation.values()}
-    for e in history:
-        if e["f"] == "poll" and e["type"] == "ok" and e["process"] in isolation:
-            out[isolation[e["process"]]] |= {(key, value) for op in e["value"] if len(op) > 1
-                                             for key, records in op[1].items() for _, value in records}
-    return out
+    (paused,) = nemesis(result, "client-pause")
+    (resume_invoked,) = nemesis(result, "client-resume", "invoke")
+    assert paused["value"]["clients"] == [0]
+    assert (paused["value"]["client"], paused["value"]["version"]) == ("java", JAVA_VERSION)
 
+    def reads(process: int, after: int = -1, before: int = 2**63) -> dict[str, list[int]]:
+        """Offsets `process` read per key, in polls that completed between `after` and `before`."""
+        out: dict[str, list[int]] = {}
+        for e in history:
+            if e["process"] == process and e["f"] == "poll" and e["type"] == "ok" and after < e["time"] < before:
+                for op in e["value"]:
+                    for key, records in (op[1] if len(op) > 1 else {}).items():
+                        out.setdefault(key, []).extend(offset for offset, _ in records)
+        return out
 
-def txn_sends(result: RunResult, type_: str) -> set[tuple[str, int]]:
-    """(key, value) of the sends of the transactions that completed as `type_` (ok: committed, fail: aborted)."""
-    return {(m[1], m[2][1] if isinstance(m[2], list) else m[2]) for e in events(result)
-            if e["f"] == "txn" and e["type"] == type_ for m in e["value"] if m[0] == "send"}
+    keys = {f"{topic_of(result)}/{p}" for p in range(3)}
+    assert reads(0, before=paused["time"]), "the consumer read nothing before the pause"
+    # the group moved the paused member's partitions: the other consumer alone read every partition meanwhile
+    assert set(reads(1, after=paused["time"], before=resume_invoked["time"])) == keys
+    # thawed, the paused consumer learnt from its coordinator that it had been removed and joined again
+    p0 = [line for line in log if line.startswith("java-p0:")]
+    removed = [i for i, line in enumerate(p0) if "UNKNOWN_MEMBER_ID" in line or "resetting generation" in line]
+    assert removed, [line for line in p0 if "group" in line.lower()][-10:]
+    assert any("Successfully joined group" in line for line in p0[removed[0]:]), p0[removed[0]:][:10]
+    assert reads(0, after=resume_invoked["time"]), "the thawed consumer read nothing after rejoining"
+
+    # no committed position skipped: between them the two consumers read every offset of each partition up to the
+    # furthest either reached (re-reads are no anomaly)
+    for key in keys:
+        offsets = set(reads(0).get(key, [])) | set(reads(1).get(key, []))
+        assert offsets and offsets == set(range(max(offsets) + 1)), (key, sorted(set(range(max(offsets) + 1))
+                                                                                 - offsets)[:10])
+    r = result.results
+    moved = [(name, i) for name in ("poll-skip", "nonmonotonic-poll") for i in r["anomalies"].get(name, [])]
+    assert all(i["subscribe"] and i["verdict"] == "permitted" for _, i in moved), moved[:3]
+    assert_nothing_lost(result)
 
 
 @pytest.mark.nightly

@@ -165,6 +165,14 @@ def out_of_process(config: WorkloadConfig) -> bool:
     return config.client != "librdkafka" or config.client_version is not None
 
 
+def client_record(config: WorkloadConfig) -> dict[str, Any]:
+    """The client the workload runs, as the history records it (the run-start record, the faults whose effect
+    depends on the client): its name, its version (the in-process one's is the installed librdkafka's: the
+    scenario does not name it) and whether it runs in this process."""
+    pinned = config.client_version
+    return {"client": config.client, "version": pinned or IN_PROCESS.version, "in_process": pinned is None}
+
+
 ACTIVE: list[OutOfProcessDriver] = []
 """The out-of-process drivers of the runs in progress (the `client-pause` fault finds workers through them)."""
 

@@ -33,6 +33,10 @@ JVM_OPTIONS = (
     "-Dorg.slf4j.simpleLogger.showDateTime=true",
     # which transaction protocol a transactional producer chose (KIP-890) is worth a line
     "-Dorg.slf4j.simpleLogger.log.org.apache.kafka.clients.producer.internals.TransactionManager=info",
+    # a group member's joins, and why (a consumer removed after a pause learns it from its coordinator), a few
+    # lines per rebalance (the classic protocol's coordinator logs under its subclass's name)
+    "-Dorg.slf4j.simpleLogger.log.org.apache.kafka.clients.consumer.internals.AbstractCoordinator=info",
+    "-Dorg.slf4j.simpleLogger.log.org.apache.kafka.clients.consumer.internals.ConsumerCoordinator=info",
 )
 SLF4J_FALLBACK_VERSION = "1.7.36"
 DOWNLOAD_TIMEOUT_S = 60

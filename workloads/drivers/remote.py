@@ -68,6 +68,9 @@ class WorkerProcess:
         """Batches sent without waiting (`send_batch`): request id → (handle, tags), until the worker answers."""
         self._ready = threading.Event()
         self._dead = False
+        self.transaction_written = threading.Event()
+        """Set while a producer of this worker holds a transaction open with a send acknowledged (its coordinator
+        has the transaction open): from the delivery, as the caller served it, until commit or abort is asked."""
         # its own session: a Ctrl-C at the terminal reaches the harness, which stops the worker itself
         self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True, encoding="utf-8", start_new_session=True)
@@ -302,6 +305,7 @@ class RemoteProducer:
         """Guards `_batch` and orders the writes: a batch is written while it is held, so batches reach the
         worker in the order their records were produced."""
         self._linger: threading.Thread | None = None
+        self._in_transaction = False
 
     def produce(self, topic: str, value: bytes | None = None, partition: int = -1,
                 on_delivery: Callable[..., None] | None = None) -> None:
@@ -355,6 +359,8 @@ class RemoteProducer:
         for d in self.worker.deliveries(self.handle, timeout_s):
             on_delivery, topic, partition, value = self._pending.pop(d.tag, (None, "", -1, b""))
             served += 1
+            if self._in_transaction and d.error is None:
+                self.worker.transaction_written.set()
             if on_delivery is None:
                 continue
             err = protocol.kafka_error(d.error) if d.error is not None else None
@@ -376,8 +382,13 @@ class RemoteProducer:
 
     def _txn(self, op: str, timeout: float | None) -> None:
         self._flush_batch()
+        if op in ("commit_transaction", "abort_transaction"):
+            self._in_transaction = False
+            self.worker.transaction_written.clear()
         fields = {} if timeout is None else {"timeout": timeout}
         self.worker.call(op, timeout_s=timeout, handle=self.handle, **fields)
+        if op == "begin_transaction":
+            self._in_transaction = True
         self._serve(0)
 
     def init_transactions(self, timeout: float | None = None) -> None:

@@ -4,6 +4,7 @@ container starts, with the fix named), the plan's parameters, and what the nemes
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -70,6 +71,7 @@ class NamedCluster:
     nodes: dict[int, NamedNode] = field(default_factory=lambda: {i: NamedNode(i) for i in (1, 2, 3)}
                                         | {101: NamedNode(101, is_broker=False)})
     broken: dict[int, str] = field(default_factory=dict)
+    toxiproxy: None = None
 
     def partition_states(self, topic: str) -> list[Any]:
         return [type("S", (), {"leader": 2, "replicas": (1, 2, 3), "isr": (1, 2, 3)})()]
@@ -112,7 +114,33 @@ def test_the_nemesis_records_the_names_it_broke_and_restored() -> None:
     assert started[0]["names"] == {"kc-t-broker-2": "127.0.0.2"}
     assert started[1]["nodes"] == [1, 2, 3], "brokers only: a controller has no client name"
     assert started[1]["names"] == {f"kc-t-broker-{n}": None for n in (1, 2, 3)}
-    assert isinstance(started[0]["librdkafka"], str), "the clients' librdkafka, for the model's verdict"
+    from confluent_kafka import libversion
+
+    # no client named: the in-process librdkafka, the default workload's
+    assert started[0]["librdkafka"] == started[0]["version"] == libversion()[0], "for the model's verdict"
+    assert started[0]["client"] == "librdkafka"
     restored = [v for f, v in infos if f == "dns-restore"]
     assert len(restored) == 2 and {"kc-t-broker-2": "127.0.0.1"} in [r["names"] for r in restored]
     assert cluster.broken == {}, "every name restored"
+
+
+@pytest.mark.parametrize("workload, client, version, librdkafka", [
+    ({"client_version": "2.2.0"}, "librdkafka", "2.2.0", "2.2.0"),
+    ({"client": "java", "client_version": "4.1.0"}, "java", "4.1.0", None),
+])
+def test_dns_fail_records_the_client_the_run_runs_not_the_installed_one(
+        workload: dict[str, Any], client: str, version: str, librdkafka: str | None) -> None:
+    """The model's verdict on a dns-fail depends on the clients' librdkafka (librdkafka#4427 is 2.1-2.2's): a
+    pinned worker's release, not the confluent-kafka installed with kafka-chaos, and none for another client."""
+    from kafka_chaos.faults.nemesis import ScheduledNemesis
+    from kafka_chaos.faults.schedule import PlannedFault
+
+    scenario = parse_scenario({"name": "t", "workload": workload})
+    events = Events()
+    ctx = SimpleNamespace(cluster=NamedCluster(), topic="t", history=events, scenario=scenario)
+    nemesis = ScheduledNemesis([PlannedFault(0.0, 0.05, "dns-fail", "leader", params={"mode": "unresolvable"})])
+    nemesis.start(ctx)  # type: ignore[arg-type]
+    assert nemesis._nemesis is not None
+    nemesis._nemesis.stop(wait_for_plan_s=5)
+    (started,) = [r["value"] for r in events.rows if r["f"] == "dns-fail" and r["type"] == "info"]
+    assert (started["client"], started["version"], started["librdkafka"]) == (client, version, librdkafka)

@@ -252,6 +252,35 @@ def test_client_pause_freezes_the_chosen_processes_workers_and_records_the_clien
         drivers.ACTIVE.remove(fake)
 
 
+def test_client_pause_during_a_transaction_freezes_once_a_send_of_an_open_transaction_is_acknowledged(
+        fake: Any) -> None:
+    """The worker knows a transaction is open at its coordinator only from an acknowledged send of it, served
+    between begin and commit (the workload's txn_commit_delay_ms flush); the pause waits for that."""
+    producer = fake.producer({"transactional.id": "x"}, 0)
+    worker = producer.worker
+    drivers.ACTIVE.append(fake)
+    try:
+        producer.begin_transaction()
+        producer.produce("t", b"v", partition=1)
+        assert not worker.transaction_written.is_set(), "not acknowledged until a poll or flush serves it"
+        producer.flush(1.0)
+        assert worker.transaction_written.is_set()
+        pause = ClientPause({"clients": [0], "during": "transaction"})
+        value = pause.start([])
+        assert worker.frozen and value["during"] == "transaction" and value["in_transaction"] == [worker.pid]
+        pause.heal([])
+        with pytest.raises(KafkaException):
+            producer.commit_transaction(5.0)  # the fake refuses it; the transaction is over either way
+        assert not worker.transaction_written.is_set()
+        with pytest.raises(ValueError, match="no transaction open"):
+            stop = threading.Event()
+            stop.set()
+            ClientPause({"clients": [0], "during": "transaction"}, stop=stop).start([])
+        assert not worker.frozen, "no transaction, no freeze"
+    finally:
+        drivers.ACTIVE.remove(fake)
+
+
 def _no_worker() -> None:
     stop = threading.Event()
     stop.set()  # no waiting for a worker that will never come
@@ -338,6 +367,15 @@ def test_client_pause_needs_clients_of_an_out_of_process_client() -> None:
 
     (planned,) = plan(s.faults, s.duration_s, s.seed)
     assert planned.params == {"clients": [0]}
+    txn = {**pinned, "kind": "txn"}
+    s = parse_scenario({"name": "t", "workload": txn, "faults": {"schedule": [{**pause, "during": "transaction"}]}})
+    (planned,) = plan(s.faults, s.duration_s, s.seed)
+    assert planned.params == {"clients": [0], "during": "transaction"}
+    with pytest.raises(ScenarioError, match='kind = "txn"'):
+        parse_scenario({"name": "t", "workload": pinned,
+                        "faults": {"schedule": [{**pause, "during": "transaction"}]}})
+    with pytest.raises(ScenarioError, match="during is client-pause's"):
+        parse_scenario({"name": "t", "faults": {"schedule": [{"kind": "kill", "during": "transaction"}]}})
 
 
 def test_a_setting_the_client_lacks_is_bad_input_and_the_harness_objects_never_reach_it(

@@ -66,6 +66,9 @@ class _CallLog:
     def abort_transaction(self, timeout: float = 0) -> None:
         self.calls.append("abort")
 
+    def commit_transaction(self, timeout: float = 0) -> None:
+        self.calls.append("commit")
+
     def poll(self, timeout: float = 0) -> int:
         return 0
 
@@ -84,3 +87,26 @@ def test_an_abort_on_purpose_waits_for_its_sends_only_when_asked(wait_ms: int | 
     waited = ["flush 2.5"] if wait_ms else []
     assert log.calls == ["begin", "produce", "produce", *waited, "abort"]
     assert log.ops == [("invoke", "txn"), ("fail", "txn")]
+
+
+@pytest.mark.parametrize("delay_ms", [None, 1500])
+def test_a_commit_waits_for_its_sends_and_holds_the_transaction_open_only_when_asked(delay_ms: int | None) -> None:
+    import itertools
+
+    from kafka_chaos.workloads.txn import TxnProducerThread
+
+    s = parse_scenario({"name": "t", "workload": {"kind": "txn", "txn_keys": 2, "txn_abort_share": 0,
+                                                  "txn_mixed_share": 0, "txn_commit_delay_ms": delay_ms}})
+    log = _CallLog()
+    thread = TxnProducerThread("b:9092", "t", 3, s.workload, log, itertools.count(), 0, seed=1)  # type: ignore[arg-type]
+    held: list[float | None] = []
+
+    def hold(timeout: float | None = None) -> bool:
+        held.append(timeout)
+        return False
+
+    thread.stop_event.wait = hold  # type: ignore[method-assign]
+    thread._one(0, log, None, 5.0)  # type: ignore[arg-type]
+    assert log.calls == ["begin", "produce", "produce", *(["flush 1.5"] if delay_ms else []), "commit"]
+    assert held == ([1.5] if delay_ms else [])
+    assert log.ops == [("invoke", "txn"), ("ok", "txn")]
