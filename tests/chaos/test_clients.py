@@ -106,7 +106,9 @@ def paused_producer(client: str, version: str) -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize("client, version", [("librdkafka", PINNED), ("java", JAVA_VERSION)])
+# one client in make test, the other's repeat nightly (the suite's time budget)
+@pytest.mark.parametrize("client, version", [pytest.param("librdkafka", PINNED, marks=pytest.mark.nightly),
+                                             ("java", JAVA_VERSION)])
 def test_a_transactional_producer_paused_past_its_transaction_timeout_is_aborted_and_fenced(
         chaos_run: Any, client: str, version: str) -> None:
     """A producer frozen inside a transaction whose sends were acknowledged, for longer than transaction.timeout.ms:
