@@ -40,6 +40,7 @@ class ConsumerSettings:
     poll_timeout_s: float = 0.5
     group_id: str = "kafka-chaos"
     client_rack: str | None = None  # KIP-392: fetch from the closest replica (brokers with a rack-aware selector)
+    auto_offset_reset: Literal["earliest", "latest"] = "earliest"  # where a reset position goes (not the start)
 
     def client_config(self) -> dict[str, Any]:
         rack = {"client.rack": self.client_rack} if self.client_rack else {}
@@ -48,7 +49,7 @@ class ConsumerSettings:
             "bootstrap.servers": self.bootstrap_servers,
             "group.id": f"{self.group_id}-{uuid.uuid4().hex[:8]}" if self.mode == "assign" else self.group_id,
             "enable.auto.commit": self.mode == "subscribe",
-            "auto.offset.reset": "earliest",
+            "auto.offset.reset": self.auto_offset_reset,
             "enable.partition.eof": False,
             "session.timeout.ms": 6000,
             "heartbeat.interval.ms": 1000,
@@ -183,7 +184,7 @@ def final_drain(settings: ConsumerSettings, recorder: Recorder, timeout_s: float
     """Assign every key, seek to the beginning, read up to the end offsets (as of the start of the drain),
     retrying until done or `timeout_s`. Returns whether every partition was read to its end."""
     deadline = time.monotonic() + timeout_s
-    drain_settings = ConsumerSettings(**{**settings.__dict__, "mode": "assign"})
+    drain_settings = ConsumerSettings(**{**settings.__dict__, "mode": "assign", "auto_offset_reset": "earliest"})
     process = recorder.new_process()
     consumer = driver.consumer({**drain_settings.client_config(), "client.id": client_id("drain", process)}, process)
     try:

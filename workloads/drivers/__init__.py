@@ -203,7 +203,8 @@ def _sample_configs(config: WorkloadConfig) -> list[dict[str, Any]]:
     from kafka_chaos.workloads.consumer import ConsumerSettings
     from kafka_chaos.workloads.producer import ProducerSettings
 
-    consumer = ConsumerSettings("localhost:9092", "t", 1, mode=config.consumer_mode).client_config()
+    consumer = ConsumerSettings("localhost:9092", "t", 1, mode=config.consumer_mode,
+                                auto_offset_reset=config.auto_offset_reset).client_config()
     producer = ProducerSettings("localhost:9092", "t", 1, acks=config.acks, idempotence=config.idempotence,
                                 retries=config.retries).client_config()
     return [{k: v for k, v in conf.items() if k not in NOT_PASSED} for conf in (consumer, producer)]
