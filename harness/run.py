@@ -29,6 +29,7 @@ from kafka_chaos.cluster import ClusterPool, ClusterSpec, KafkaCluster, new_run_
 from kafka_chaos.cluster.engine import docker_client
 from kafka_chaos.cluster.external import ExternalCluster
 from kafka_chaos.cluster.images import kafka_image, require_image
+from kafka_chaos.cluster.logs import client_log_file
 from kafka_chaos.cluster.observer import Observer
 from kafka_chaos.faults import plan
 from kafka_chaos.faults.nemesis import ScheduledNemesis
@@ -138,6 +139,7 @@ def run_scenario(
     interrupted: BaseException | None = None
     try:
         with contextlib.ExitStack() as stack:
+            stack.enter_context(client_log_file(run.clients_log))  # entered first: kept until the cluster is gone
             tables = TableBuilder()  # the check's tables, built as the history is written
             stack.callback(tables.store, run.path)  # registered first, so it runs once the history is closed
             history = stack.enter_context(History(run.history, on_line=tables.feed))

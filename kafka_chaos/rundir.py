@@ -27,6 +27,7 @@ REPORT_FILE = "report.html"
 JUNIT_FILE = "junit.xml"
 RECONCILE_FILE = "reconcile.json"  # Spark's reconciliation of several runs
 LOGS_DIR = "logs"  # each node's log, saved when the cluster is removed
+CLIENTS_LOG_FILE = "clients.log"  # in LOGS_DIR: the clients' own log lines (librdkafka's, the workers' stderr)
 EVENTS_FILE = "events.jsonl"  # the cluster's own events, from the node logs (checker.cluster_events)
 RESOLVED_SCENARIO_FILE = "scenario.resolved.toml"  # every fault explicit, with the nodes it hit (replay, shrink)
 
@@ -86,6 +87,10 @@ class RunDir:
     @property
     def logs(self) -> Path:
         return self.path / LOGS_DIR
+
+    @property
+    def clients_log(self) -> Path:
+        return self.logs / CLIENTS_LOG_FILE
 
     def log_of(self, node: str) -> Path:
         return self.logs / f"{node}.log"

@@ -36,6 +36,10 @@ class WorkloadConfig(BaseModel):
     request_timeout_ms: int = Field(CLIENT_TIMEOUT_PROFILES["fast"]["request_timeout_ms"], ge=100,
                                     description="unset: the [cluster] timeouts profile's")
     poll_max_records: int = Field(500, ge=1)
+    auto_offset_reset: Literal["earliest", "latest"] = Field(
+        "earliest", description="consumers' auto.offset.reset: where a consumer goes when the client resets its "
+        "position (an offset out of range, a failed offset validation); assign-mode consumers start at the "
+        "beginning either way and the final drain always reads from the earliest")
     drain_timeout_s: float = Field(60, gt=0)
     partition_eof: bool = Field(
         False, description="subscribe: the group consumers run with enable.partition.eof=true, so consume() hands "
@@ -96,6 +100,14 @@ class WorkloadConfig(BaseModel):
             if getattr(self, name) and self.consumer_mode != "subscribe":
                 raise ValueError(f'{name} applies to group consumers (their committed offsets are what it '
                                  f'exercises): set consumer_mode = "subscribe", or remove {name}')
+        return self
+
+    @model_validator(mode="after")
+    def _latest_needs_assign(self) -> WorkloadConfig:
+        if self.auto_offset_reset == "latest" and self.consumer_mode == "subscribe":
+            raise ValueError("auto_offset_reset = \"latest\" with consumer_mode = \"subscribe\": the new group "
+                             "would start at the end and leave the run's first records unread; use "
+                             "consumer_mode = \"assign\" or auto_offset_reset = \"earliest\"")
         return self
 
     @model_validator(mode="after")

@@ -42,6 +42,7 @@ class ConsumerSettings:
     client_rack: str | None = None  # KIP-392: fetch from the closest replica (brokers with a rack-aware selector)
     partition_eof: bool = False  # group consumers get end-of-partition events (consume() returns them as errors)
     reopen_s: float | None = None  # group consumers are closed and opened again this often, in the same process
+    auto_offset_reset: Literal["earliest", "latest"] = "earliest"  # where a reset position goes (not the start)
 
     def client_config(self) -> dict[str, Any]:
         rack = {"client.rack": self.client_rack} if self.client_rack else {}
@@ -50,7 +51,7 @@ class ConsumerSettings:
             "bootstrap.servers": self.bootstrap_servers,
             "group.id": f"{self.group_id}-{uuid.uuid4().hex[:8]}" if self.mode == "assign" else self.group_id,
             "enable.auto.commit": self.mode == "subscribe",
-            "auto.offset.reset": "earliest",
+            "auto.offset.reset": self.auto_offset_reset,
             "enable.partition.eof": self.partition_eof and self.mode == "subscribe",
             "session.timeout.ms": 6000,
             "heartbeat.interval.ms": 1000,
@@ -201,7 +202,7 @@ def final_drain(settings: ConsumerSettings, recorder: Recorder, timeout_s: float
     retrying until done or `timeout_s`. Returns whether every partition was read to its end."""
     deadline = time.monotonic() + timeout_s
     drain_settings = ConsumerSettings(**{**settings.__dict__, "mode": "assign", "partition_eof": False,
-                                         "reopen_s": None})
+                                         "reopen_s": None, "auto_offset_reset": "earliest"})
     process = recorder.new_process()
     consumer = driver.consumer({**drain_settings.client_config(), "client.id": client_id("drain", process)}, process)
     try:

@@ -31,7 +31,8 @@ class QueueWorkload:
         self._consumer_settings = ConsumerSettings(bootstrap, ctx.topic, partitions, mode=w.consumer_mode,
                                                    max_records=w.poll_max_records, group_id=f"kafka-chaos-{ctx.topic}",
                                                    client_rack=w.client_rack, partition_eof=w.partition_eof,
-                                                   reopen_s=w.consumer_reopen_s)
+                                                   reopen_s=w.consumer_reopen_s,
+                                                   auto_offset_reset=w.auto_offset_reset)
         self.driver = make_driver(w)
         self.consumers = [ConsumerWorkload(self._consumer_settings, ctx.history, self.driver)
                           for _ in range(w.consumers)]

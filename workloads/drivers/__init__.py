@@ -212,7 +212,8 @@ def _sample_configs(config: WorkloadConfig) -> list[dict[str, Any]]:
     from kafka_chaos.workloads.producer import ProducerSettings
 
     consumer = ConsumerSettings("localhost:9092", "t", 1, mode=config.consumer_mode,
-                                partition_eof=config.partition_eof).client_config()
+                                partition_eof=config.partition_eof,
+                                auto_offset_reset=config.auto_offset_reset).client_config()
     producer = ProducerSettings("localhost:9092", "t", 1, acks=config.acks, idempotence=config.idempotence,
                                 retries=config.retries).client_config()
     return [{k: v for k, v in conf.items() if k not in NOT_PASSED} for conf in (consumer, producer)]
