@@ -32,6 +32,9 @@ PAUSED_CONSUMER: dict[str, Any] = {
 }
 
 
+# nightly: a repeat by client of the Java consumer's pause (tests/chaos/test_java_client_suites.py); the pinned
+# librdkafka runs in make test on the zoo's #5213 row (tests/chaos/test_zoo.py)
+@pytest.mark.nightly
 def test_a_pinned_client_paused_past_its_session_timeout_loses_nothing(chaos_run: Any) -> None:
     result = chaos_run(PAUSED_CONSUMER)
     history = events(result)

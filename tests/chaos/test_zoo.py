@@ -1,6 +1,7 @@
-"""The known-bug zoo on real clusters: one bug on both sides in `make test` (the rest of the zoo runs nightly,
-`kafka-chaos zoo`). KIP-966's last replica standing is the cheapest reliable row: one run per side, tens of
-seconds each, and what each version does follows from Kafka's code, not from timing."""
+"""The known-bug zoo on real clusters: one Kafka bug and one client bug on both sides in `make test` (the rest of
+the zoo runs nightly, `kafka-chaos zoo`). KIP-966's last replica standing and librdkafka #5213 are the cheapest
+reliable rows: one run per side, tens of seconds each, and what each version does follows from its code, not from
+timing."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 from kafka_chaos.harness.scenario import Scenario
 from kafka_chaos.harness.zoo import load_zoo, run_zoo
 
-from .conftest import SCENARIOS, nemesis, samples
+from .conftest import SCENARIOS, events, nemesis, samples
 
 pytestmark = [pytest.mark.cluster, pytest.mark.chaos]
 
@@ -49,3 +50,34 @@ def test_kip_966_last_replica_standing_loses_on_4_0_and_not_with_elr(chaos_run, 
     (stopped,) = nemesis(fixed, "stop")[0]["value"]["nodes"]
     assert any(s["leader"] is None and not s["isr"] and stopped in (s["elr"] or []) for s in samples(fixed)), \
         [(s["leader"], s["isr"], s["elr"]) for s in samples(fixed)][-12:]
+
+
+def test_librdkafka_5213_a_pinned_2_13_0_group_skips_a_record_and_2_13_2_does_not(chaos_run, tmp_path: Path) -> None:
+    """The zoo's librdkafka #5213 row, one attempt per side: the pinned older client on a zoo row. A group consumer
+    with end-of-partition events, closed and reopened every 5 s, resumes from what it committed. confluent-kafka
+    2.13.0 (librdkafka 2.13.0) commits the end-of-partition event's offset + 1, so the next consumer skips one
+    record or, when none was written yet, is reset to the start (rd_kafka_q_serve_rkmessages); 2.13.2 moves the
+    position only for fetched records. No broker fault: what each release does follows from its code."""
+    (bug,) = load_zoo(["librdkafka-5213-consume-eof-skip"], SCENARIOS / "bugs")
+    runs: dict[str, Any] = {}
+
+    def runner(scenario: Scenario, out: Path) -> tuple[Path, dict[str, Any]]:
+        result = chaos_run(scenario)
+        runs[str(scenario.workload.client_version)] = result
+        return result.run_dir, result.results
+
+    state = run_zoo([bug], out=tmp_path, attempts=1, runner=runner)
+    row = state["bugs"][bug.bug.id]
+    affected, fixed = runs["2.13.0"], runs["2.13.2"]
+    for version, result in (("2.13.0", affected), ("2.13.2", fixed)):
+        (start,) = [e for e in events(result) if e["process"] == "harness" and e["f"] == "run-start"]
+        assert start["value"]["client"] == {"client": "librdkafka", "version": version, "in_process": False}
+    # the measurement, and the model's expectation beside it
+    shown = {name: insts for name, insts in affected.results["anomalies"].items()
+             if name in bug.bug.symptom.anomalies and insts}
+    print(f"2.13.0: {row['affected']['runs'][0]['shown']}; 2.13.2: {row['fixed']['runs'][0]['shown']}")
+    assert row["affected"]["reproduced"] == 1 and shown, affected.results["anomaly_counts"]
+    assert all(i["verdict"] == "known-defect" and i["defect"] == "confluentinc/librdkafka#5213"
+               and i["fixed_in"] == "librdkafka 2.13.2" for insts in shown.values() for i in insts)
+    assert row["fixed"]["reproduced"] == 0, fixed.results["anomaly_counts"]
+    assert not affected.results["violations"] and not fixed.results["violations"]
