@@ -26,8 +26,15 @@ MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
 WORKER_SOURCE = Path(__file__).resolve().parent / "java" / "KafkaChaosWorker.java"
 WORKER_CLASS = "KafkaChaosWorker"
 JVM_OPTIONS = (
-    "-Xmx128m",  # one worker per client process on a small machine
+    # a busy producer keeps up to buffer.memory (32 MB) of batches and a callback per record alive: ~70 MB. At
+    # 128 MB the old generation filled and young collections turned into full ones (ProducerPerformance runs
+    # with 256 MB too); memory untouched is not taken
+    "-Xmx256m",
     "-XX:+UseSerialGC",  # no parallel GC threads competing with the brokers for the cores
+    # C1 only, as the brokers run (cluster/settings.py): a worker lives for one run, and C2 compiling the client's
+    # send path costs over a second of CPU, taken from the brokers on a small machine, which its faster code
+    # repays only after millions of records
+    "-XX:TieredStopAtLevel=1",
     "-XX:+DisplayVMOutputToStderr",  # stdout carries the protocol's lines only
     "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",  # like librdkafka's default log: warnings and errors
     "-Dorg.slf4j.simpleLogger.showDateTime=true",

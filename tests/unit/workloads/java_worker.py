@@ -43,12 +43,17 @@ class Worker:
         with self.lock:
             return self.replies.setdefault(rid, queue.Queue())
 
-    def send(self, op: str, **fields: Any) -> int:
+    def send(self, op: str, *, ascii_only: bool = True, end: str = "\n", **fields: Any) -> int:
+        """`ascii_only=False` writes characters beyond ASCII as UTF-8, as the harness's orjson does, rather than as
+        \\u escapes; `end` is the line's ending."""
         rid = next(self.ids)
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps({"id": rid, "op": op, **fields}) + "\n")
-        self.proc.stdin.flush()
+        self.write(json.dumps({"id": rid, "op": op, **fields}, ensure_ascii=ascii_only) + end)
         return rid
+
+    def write(self, text: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(text)
+        self.proc.stdin.flush()
 
     def reply(self, rid: int) -> dict[str, Any]:
         return self._reply_queue(rid).get(timeout=GUARD_S)

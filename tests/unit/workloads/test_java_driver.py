@@ -188,6 +188,26 @@ def test_the_producer_and_consumer_workload_settings_are_all_known_to_the_java_c
 
 
 @pytest.mark.slow
+def test_request_strings_read_the_same_escaped_or_raw_and_in_lines_of_any_length(worker: Worker) -> None:
+    """The worker reads request lines as bytes: a string must come out the same whether it is plain ASCII, has
+    escapes, carries characters beyond ASCII as UTF-8 (orjson, the harness's) or as \\u escapes (json.dumps), and
+    whatever the line's length or ending. A handle's name comes back in the error naming it."""
+    names = ["plain", "caf\u00e9 \u20ac \U0001f600 \u00ff", "quote\" back\\slash \n\t\x00 /", "x" * 200_000 + "\u00e9"]
+    for name in names:
+        for ascii_only in (True, False):
+            for end in ("\n", "\r\n"):
+                error = worker.reply(worker.send("consume", ascii_only=ascii_only, end=end, handle=name, max=1,
+                                                 timeout=0))["error"]
+                assert error["name"] == "_INVALID_ARG" and error["message"] == f"no client with handle {name}"
+    worker.write("\n  \t\n")  # blank lines are skipped
+    worker.write("{not json}\n")  # an unreadable line is logged and skipped
+    big = 2**40 + 1  # ids and numbers beyond 32 bits, negative ones and floats with exponents
+    worker.write(f'{{ "id" : {big}, "op":"consume", "handle":"nobody", "max":-1, "timeout":1e-3 }}\n')
+    assert worker.reply(big)["error"]["message"] == "no client with handle nobody"
+    assert worker.exit() == 0
+
+
+@pytest.mark.slow
 def test_client_errors_carry_librdkafka_names_and_the_java_flags(worker: Worker) -> None:
     assert worker.call("consume", handle="nobody", max=1, timeout=0)["error"]["name"] == "_INVALID_ARG"
     worker.ok("create", handle="p", kind="producer", config={"bootstrap.servers": UNREACHABLE})

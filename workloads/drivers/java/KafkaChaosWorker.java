@@ -8,8 +8,7 @@
 // JSON is read and written by the small hand-written code at the bottom: the messages are a few flat objects,
 // and a JSON library would be one more set of jars to fetch, verify and keep compatible with every client.
 
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
+import java.io.InputStream;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -52,9 +51,10 @@ public final class KafkaChaosWorker {
     // the protocol's channel (anything else printed goes to stderr); buffered here, flushed by emit or the flusher
     static final OutputStream OUT = new java.io.BufferedOutputStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), 1 << 16);
     static boolean unflushed;  // guarded by OUT_LOCK: lines written by emitLater and not yet flushed
-    // guarded by OUT_LOCK: delivery reports not written yet, by handle; written as one `deliveries` line per handle
-    // by the flusher or before any other line, so a reply never overtakes the deliveries that came before it
-    static final Map<String, List<Object>> REPORTS = new LinkedHashMap<>();
+    // the handles with delivery reports not written yet; written as one `deliveries` line per handle by the flusher
+    // or before any other line, so a reply never overtakes the deliveries that came before it
+    static final java.util.concurrent.ConcurrentLinkedQueue<Handle> REPORTING =
+            new java.util.concurrent.ConcurrentLinkedQueue<>();
     static final Map<String, Handle> HANDLES = new ConcurrentHashMap<>();
     // poll and flush only wait, so they run beside a handle's client calls rather than queue behind them
     static final ExecutorService WAITERS = Executors.newCachedThreadPool(daemon("kc-wait"));
@@ -69,6 +69,9 @@ public final class KafkaChaosWorker {
         long pending;      // produce requests received whose delivery outcome is not known yet
         long deliveries;   // delivery outcomes so far: poll waits for this to move
         int txnVersion;    // the transaction protocol last logged (0: none yet)
+        // guarded by itself: the reports not written yet, as the JSON of a `deliveries` line's list without its
+        // brackets. Written by the client's I/O thread (its callbacks), which must not wait on stdout's writer
+        final StringBuilder reports = new StringBuilder();
         final AtomicBoolean flushing = new AtomicBoolean();  // one flush() thread at a time, however many ask
 
         Handle(String name) {
@@ -112,19 +115,18 @@ public final class KafkaChaosWorker {
         ready.put("protocol", PROTOCOL_VERSION);
         emit(ready);
         TIMERS.scheduleAtFixedRate(KafkaChaosWorker::flushPending, FLUSH_MS, FLUSH_MS, TimeUnit.MILLISECONDS);
-        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        String line;
-        while ((line = in.readLine()) != null) {
-            if (line.isBlank()) continue;
+        Lines in = new Lines(new java.io.FileInputStream(java.io.FileDescriptor.in));
+        while (in.next()) {
+            if (Json.blank(in.buf, in.start, in.end)) continue;
             Map<String, Object> req;
             try {
-                req = Json.object(Json.parse(line));
+                req = Json.object(Json.parse(in.buf, in.start, in.end));
             } catch (RuntimeException e) {
-                System.err.println("kafka-chaos worker: unreadable request line: " + line);
+                System.err.println("kafka-chaos worker: unreadable request line: " + in.text());
                 continue;
             }
             if (!(req.get("id") instanceof Number) || !(req.get("op") instanceof String)) {
-                System.err.println("kafka-chaos worker: a request without an id or op: " + line);
+                System.err.println("kafka-chaos worker: a request without an id or op: " + in.text());
                 continue;
             }
             long id = ((Number) req.get("id")).longValue();
@@ -150,6 +152,10 @@ public final class KafkaChaosWorker {
         Handle h = handle(req, "handle");
         switch (op) {
             case "poll":
+                if (seconds(req, "timeout", 0) <= 0) {  // nothing to wait for: answered here, not after a handoff
+                    reply(id, poll(h, 0));
+                    return;
+                }
                 WAITERS.submit(() -> run(id, op, () -> poll(h, seconds(req, "timeout", 0)), new AtomicBoolean()));
                 return;
             case "flush":
@@ -271,26 +277,42 @@ public final class KafkaChaosWorker {
         }
     }
 
-    /** One record's outcome, `[tag, offset]` or `[tag, null, ERROR]`, written within FLUSH_MS with its handle's others. */
-    static void report(Handle h, List<Object> report) {
-        synchronized (OUT_LOCK) {
-            REPORTS.computeIfAbsent(h.name, k -> new ArrayList<>()).add(report);
+    /**
+     * One record's outcome, `[tag, offset]` or `[tag, null, ERROR]`, written within FLUSH_MS with its handle's
+     * others. Called by the client's I/O thread for every record, so it only appends the report's text.
+     */
+    static void report(Handle h, Object tag, org.apache.kafka.clients.producer.RecordMetadata md, Throwable e) {
+        String error = e == null ? null : Json.write(error(e, true, false));
+        synchronized (h.reports) {
+            StringBuilder b = h.reports;
+            if (b.length() == 0) REPORTING.add(h);
+            else b.append(',');
+            b.append('[');
+            if (tag instanceof Long) b.append((long) (Long) tag);
+            else Json.write(b, tag);
+            if (error == null) b.append(',').append(md.offset()).append(']');
+            else b.append(",null,").append(error).append(']');
         }
         h.delivered();  // after the report is queued: a flush that sees nothing pending writes it before its reply
     }
 
     /** The queued reports as `deliveries` lines (the caller holds OUT_LOCK and flushes). */
     static void writeReports() throws java.io.IOException {
-        if (REPORTS.isEmpty()) return;
-        for (Map.Entry<String, List<Object>> e : REPORTS.entrySet()) {
-            Map<String, Object> m = new LinkedHashMap<>();
-            m.put("event", "deliveries");
-            m.put("handle", e.getKey());
-            m.put("reports", e.getValue());
-            OUT.write((Json.write(m) + "\n").getBytes(StandardCharsets.UTF_8));
+        Handle h;
+        while ((h = REPORTING.poll()) != null) {
+            String reports;
+            synchronized (h.reports) {
+                reports = h.reports.toString();
+                h.reports.setLength(0);
+            }
+            if (reports.isEmpty()) continue;
+            StringBuilder b = new StringBuilder(reports.length() + h.name.length() + 48);
+            b.append("{\"event\":\"deliveries\",\"handle\":");
+            Json.quote(b, h.name);
+            b.append(",\"reports\":[").append(reports).append("]}\n");
+            OUT.write(b.toString().getBytes(StandardCharsets.ISO_8859_1));  // ASCII: quote() escapes the rest
+            unflushed = true;
         }
-        REPORTS.clear();
-        unflushed = true;
     }
 
     static void flushPending() {
@@ -456,7 +478,9 @@ public final class KafkaChaosWorker {
     /** A delivery outcome held back while send() has not returned, so the produce reply always comes first. */
     static final class Delivery {
         boolean sendReturned;
-        List<Object> held;
+        boolean held;
+        org.apache.kafka.clients.producer.RecordMetadata md;
+        Exception error;
     }
 
     static void produce(long id, Handle h, Map<String, Object> req) {
@@ -468,44 +492,33 @@ public final class KafkaChaosWorker {
         Delivery d = new Delivery();
         try {
             producer(h).send(record, (md, e) -> {
-                List<Object> ev = outcome(tag, md, e);
                 synchronized (d) {
                     if (!d.sendReturned) {
-                        d.held = ev;
+                        d.held = true;
+                        d.md = md;
+                        d.error = e;
                         return;
                     }
                 }
-                report(h, ev);
+                report(h, tag, md, e);
             });
         } catch (Throwable t) {
             synchronized (d) {
                 d.sendReturned = true;
-                if (d.held == null) {
+                if (!d.held) {
                     h.delivered();  // no outcome will follow: nothing is pending any more
                     replyError(id, t, "produce");
                     return;
                 }
             }
         }
-        List<Object> held;
+        boolean held;
         synchronized (d) {
             d.sendReturned = true;
             held = d.held;
         }
         reply(id, null);
-        if (held != null) report(h, held);
-    }
-
-    static List<Object> outcome(Object tag, org.apache.kafka.clients.producer.RecordMetadata md, Exception e) {
-        List<Object> r = new ArrayList<>(3);
-        r.add(tag);
-        if (e == null) {
-            r.add(md.offset());
-        } else {
-            r.add(null);
-            r.add(error(e, true, false));
-        }
-        return r;
+        if (held) report(h, tag, d.md, d.error);
     }
 
     /**
@@ -533,13 +546,9 @@ public final class KafkaChaosWorker {
                 byte[] value = r.get(2) == null ? null : ((String) r.get(2)).getBytes(StandardCharsets.ISO_8859_1);
                 ProducerRecord<byte[], byte[]> record = new ProducerRecord<>((String) r.get(0),
                         partition < 0 ? null : partition, null, value);
-                p.send(record, (md, e) -> report(h, outcome(tag, md, e)));
+                p.send(record, (md, e) -> report(h, tag, md, e));
             } catch (Throwable t) {
-                List<Object> failed = new ArrayList<>(3);
-                failed.add(tag);
-                failed.add(null);
-                failed.add(error(t, true, false));
-                report(h, failed);
+                report(h, tag, null, t);
             }
         }
         Map<String, Object> ok = new LinkedHashMap<>();
@@ -736,23 +745,91 @@ public final class KafkaChaosWorker {
         return out;
     }
 
+    /**
+     * The request lines of an input stream as byte ranges of one buffer (`buf[start, end)`, valid until the next
+     * call): a line is parsed where it lies, with no character decoding and no copy of its own.
+     */
+    static final class Lines {
+        final InputStream in;
+        byte[] buf = new byte[1 << 16];
+        int start;      // the current line
+        int end;
+        int next;       // where the next line begins
+        int filled;     // bytes read into buf
+
+        Lines(InputStream in) {
+            this.in = in;
+        }
+
+        boolean next() throws java.io.IOException {
+            int scan = next;
+            while (true) {
+                for (int k = scan; k < filled; k++) {
+                    if (buf[k] == '\n') {
+                        start = next;
+                        end = k > start && buf[k - 1] == '\r' ? k - 1 : k;
+                        next = k + 1;
+                        return true;
+                    }
+                }
+                scan = filled - next;
+                if (next > 0) {  // keep the unfinished line only
+                    System.arraycopy(buf, next, buf, 0, filled - next);
+                    filled -= next;
+                    next = 0;
+                }
+                if (filled == buf.length) buf = java.util.Arrays.copyOf(buf, buf.length * 2);
+                int n = in.read(buf, filled, buf.length - filled);
+                if (n < 0) {
+                    if (filled == next) return false;
+                    start = next;  // a last line without its newline
+                    end = filled;
+                    next = filled;
+                    return true;
+                }
+                filled += n;
+            }
+        }
+
+        String text() {
+            return new String(buf, start, end - start, StandardCharsets.UTF_8);
+        }
+    }
+
     // --- JSON ----------------------------------------------------------------------------------------------------
 
-    /** Just enough JSON: objects, arrays, strings, numbers (Long or Double), booleans, null. */
+    /**
+     * Just enough JSON: objects, arrays, strings, numbers (Long or Double), booleans, null. Read from UTF-8 bytes:
+     * a string of ASCII without escapes (every payload the harness sends as latin-1 text, mostly) is one copy.
+     */
     static final class Json {
-        final String s;
+        final byte[] s;
         int i;
+        final int end;
 
-        Json(String s) {
+        Json(byte[] s, int start, int end) {
             this.s = s;
+            this.i = start;
+            this.end = end;
         }
 
         static Object parse(String text) {
-            Json p = new Json(text);
+            byte[] b = text.getBytes(StandardCharsets.UTF_8);
+            return parse(b, 0, b.length);
+        }
+
+        static Object parse(byte[] b, int start, int end) {
+            Json p = new Json(b, start, end);
             Object v = p.value();
             p.ws();
-            if (p.i != p.s.length()) throw p.fail("trailing text");
+            if (p.i != p.end) throw p.fail("trailing text");
             return v;
+        }
+
+        static boolean blank(byte[] b, int start, int end) {
+            Json p = new Json(b, start, end);
+            p.ws();
+            return p.i == end;
         }
 
         @SuppressWarnings("unchecked")
@@ -766,18 +843,22 @@ public final class KafkaChaosWorker {
         }
 
         void ws() {
-            while (i < s.length() && Character.isWhitespace(s.charAt(i))) i++;
+            while (i < end && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r')) i++;
+        }
+
+        byte peek() {
+            if (i >= end) throw fail("end of text");
+            return s[i];
         }
 
         Object value() {
             ws();
-            if (i >= s.length()) throw fail("end of text");
-            char ch = s.charAt(i);
+            byte ch = peek();
             if (ch == '{') {
                 i++;
                 Map<String, Object> m = new LinkedHashMap<>();
                 ws();
-                if (s.charAt(i) == '}') {
+                if (peek() == '}') {
                     i++;
                     return m;
                 }
@@ -788,7 +869,7 @@ public final class KafkaChaosWorker {
                     expect(':');
                     m.put(k, value());
                     ws();
-                    if (s.charAt(i) == ',') i++;
+                    if (peek() == ',') i++;
                     else {
                         expect('}');
                         return m;
@@ -799,14 +880,14 @@ public final class KafkaChaosWorker {
                 i++;
                 List<Object> l = new ArrayList<>();
                 ws();
-                if (s.charAt(i) == ']') {
+                if (peek() == ']') {
                     i++;
                     return l;
                 }
                 while (true) {
                     l.add(value());
                     ws();
-                    if (s.charAt(i) == ',') i++;
+                    if (peek() == ',') i++;
                     else {
                         expect(']');
                         return l;
@@ -814,43 +895,71 @@ public final class KafkaChaosWorker {
                 }
             }
             if (ch == '"') return string();
-            if (s.startsWith("true", i)) {
-                i += 4;
-                return Boolean.TRUE;
+            if (word("true")) return Boolean.TRUE;
+            if (word("false")) return Boolean.FALSE;
+            if (word("null")) return null;
+            return number();
+        }
+
+        boolean word(String w) {
+            if (end - i < w.length()) return false;
+            for (int k = 0; k < w.length(); k++) {
+                if (s[i + k] != w.charAt(k)) return false;
             }
-            if (s.startsWith("false", i)) {
-                i += 5;
-                return Boolean.FALSE;
-            }
-            if (s.startsWith("null", i)) {
-                i += 4;
-                return null;
-            }
+            i += w.length();
+            return true;
+        }
+
+        Object number() {
             int start = i;
-            while (i < s.length() && "+-0123456789.eE".indexOf(s.charAt(i)) >= 0) i++;
-            String num = s.substring(start, i);
-            if (num.isEmpty()) throw fail("unexpected " + ch);
-            if (num.contains(".") || num.contains("e") || num.contains("E")) return Double.parseDouble(num);
-            return Long.parseLong(num);
+            boolean integral = true;
+            while (i < end) {
+                byte c = s[i];
+                if (c == '.' || c == 'e' || c == 'E') integral = false;
+                else if (c != '-' && c != '+' && (c < '0' || c > '9')) break;
+                i++;
+            }
+            if (i == start) throw fail("unexpected " + (char) s[i]);
+            String num = new String(s, start, i - start, StandardCharsets.ISO_8859_1);
+            return integral ? (Object) Long.parseLong(num) : (Object) Double.parseDouble(num);
         }
 
         void expect(char c) {
-            if (i >= s.length() || s.charAt(i) != c) throw fail("expected " + c);
+            if (i >= end || s[i] != c) throw fail("expected " + c);
             i++;
         }
 
         String string() {
             expect('"');
-            StringBuilder b = new StringBuilder();
+            int start = i;
+            boolean plain = true;  // ASCII without escapes: its bytes are its characters
             while (true) {
-                if (i >= s.length()) throw fail("unterminated string");
-                char ch = s.charAt(i++);
-                if (ch == '"') return b.toString();
+                if (i >= end) throw fail("unterminated string");
+                byte ch = s[i];
+                if (ch == '"') break;
+                if (ch == '\\') {
+                    plain = false;
+                    i++;  // the escaped character: not the end even if it is a quote
+                } else if (ch < 0) {
+                    plain = false;  // a UTF-8 sequence (its bytes are never a quote or a backslash)
+                }
+                i++;
+            }
+            int stop = i++;
+            if (plain) return new String(s, start, stop - start, StandardCharsets.ISO_8859_1);
+            return unescape(new String(s, start, stop - start, StandardCharsets.UTF_8));
+        }
+
+        String unescape(String raw) {
+            StringBuilder b = new StringBuilder(raw.length());
+            for (int k = 0; k < raw.length(); k++) {
+                char ch = raw.charAt(k);
                 if (ch != '\\') {
                     b.append(ch);
                     continue;
                 }
-                char esc = s.charAt(i++);
+                if (++k >= raw.length()) throw fail("a string ends in a backslash");
+                char esc = raw.charAt(k);
                 switch (esc) {
                     case 'n': b.append('\n'); break;
                     case 't': b.append('\t'); break;
@@ -858,12 +967,14 @@ public final class KafkaChaosWorker {
                     case 'b': b.append('\b'); break;
                     case 'f': b.append('\f'); break;
                     case 'u':
-                        b.append((char) Integer.parseInt(s.substring(i, i + 4), 16));
-                        i += 4;
+                        if (k + 5 > raw.length()) throw fail("a short \\u escape");
+                        b.append((char) Integer.parseInt(raw.substring(k + 1, k + 5), 16));
+                        k += 4;
                         break;
                     default: b.append(esc);  // \" \\ \/
                 }
             }
+            return b.toString();
         }
 
         static String write(Object o) {
@@ -877,7 +988,9 @@ public final class KafkaChaosWorker {
                 b.append("null");
             } else if (o instanceof String) {
                 quote(b, (String) o);
-            } else if (o instanceof Boolean || o instanceof Long || o instanceof Integer) {
+            } else if (o instanceof Long) {
+                b.append(((Long) o).longValue());  // append(Object) would make a String of it first
+            } else if (o instanceof Boolean || o instanceof Integer) {
                 b.append(o);
             } else if (o instanceof Number) {
                 double d = ((Number) o).doubleValue();
