@@ -192,6 +192,9 @@ def run(args: argparse.Namespace, console: Console) -> tuple[Row, list[Row]]:
             cluster.create_topic(TOPIC, PARTITIONS, 3, {"min.insync.replicas": "2"})
             bootstrap = cluster.bootstrap_servers()
             process = 0
+            for _ in range(args.warmup):  # a new cluster's first records are slow (page cache, JIT, segment files)
+                perf = kafka_perf(cluster, args.records, args.record_size)
+                console.print(f"[warm-up] ProducerPerformance: {perf.records_per_s:,.0f} records/s (not counted)")
             for round_ in range(args.repeat):
                 perf = kafka_perf(cluster, args.records, args.record_size)
                 reference.append(perf.records_per_s)
@@ -218,6 +221,8 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=200_000, help="records each producer sends")
     parser.add_argument("--record-size", type=int, default=100, help="bytes per record value")
     parser.add_argument("--repeat", type=int, default=1, help="rounds; each row shows its median")
+    parser.add_argument("--warmup", type=int, default=1,
+                        help="ProducerPerformance runs before the first round, not counted")
     parser.add_argument("--pinned", default="2.6.1", help="the confluent-kafka release of the pinned driver")
     parser.add_argument("--java", default="4.1.0", help="the Java client release")
     args = parser.parse_args()
