@@ -194,7 +194,7 @@ def run(args: argparse.Namespace, console: Console) -> tuple[Row, list[Row]]:
             process = 0
             for _ in range(args.warmup):  # a new cluster's first records are slow (page cache, JIT, segment files)
                 perf = kafka_perf(cluster, args.records, args.record_size)
-                console.print(f"[warm-up] ProducerPerformance: {perf.records_per_s:,.0f} records/s (not counted)")
+                console.print(f"(warm-up) ProducerPerformance: {perf.records_per_s:,.0f} records/s (not counted)")
             for round_ in range(args.repeat):
                 perf = kafka_perf(cluster, args.records, args.record_size)
                 reference.append(perf.records_per_s)
