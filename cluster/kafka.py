@@ -108,6 +108,10 @@ class KafkaCluster:
         self.was_reshaped = False
         """Set when a broker was added or removed or a node moved to another image: the cluster no longer matches
         its spec, so a pool replaces it."""
+        self.was_disk_damaged = False
+        """Set when a node's disk failed writes (EIO) or had bits flipped: logs of that run stay damaged on the
+        disk, and a later run's restart of the node would recover them too (Kafka 4.3.1 was seen to refuse to
+        start on a segment a failed write left with a zero-filled record), so a pool replaces it."""
         self.toxiproxy: Toxiproxy | None = None
         self.link_proxies: LinkProxies | None = None
         self.nodes: dict[int, KafkaNode] = {}

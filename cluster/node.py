@@ -307,6 +307,8 @@ class KafkaNode:
             raise ClusterError(f"{self.name} has no volatile disk: disk faults need cluster.volatile_disks")
         if not self.disk.mounted:
             return {"mounted": False}
+        if settings.get("eio"):
+            self.cluster.was_disk_damaged = True
         return self.disk.arm_faults(**settings)
 
     def disk_files(self, file_class: str, glob: str | None = None) -> list[str]:
@@ -322,6 +324,7 @@ class KafkaNode:
             raise ClusterError(f"{self.name} has no volatile disk: corrupt needs cluster.volatile_disks")
         if not self.disk.mounted:
             self.disk.power_on()
+        self.cluster.was_disk_damaged = True
         os.sync()  # what the killed JVM left in the kernel's write-back cache reaches the disk's bookkeeping first
         return corrupt(self.disk.mountpoint, file_class, bits, random.Random(seed), self.disk.synced_size, glob,
                        self.disk.flipped_at_rest)

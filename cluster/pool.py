@@ -33,13 +33,15 @@ class ClusterPool:
 
     def heal_or_drop(self) -> None:
         """Heal the shared cluster after a test; one that cannot be healed is replaced on next use, and so is one
-        that was reshaped (a broker added or decommissioned: it no longer matches its spec) or partitioned: after
+        whose disks were damaged (failed writes, flipped bits: a later restart would recover that run's logs too),
+        reshaped (a broker added or decommissioned: it no longer matches its spec) or partitioned: after
         the rules are gone, new inter-broker connections were seen to stall for ~10 s (a replica fetcher's
         connection setup timed out), enough to starve the next test's writes."""
         if self.current is None:
             return
         # partitioned, or brokers added or removed (not its spec any more); a kept cluster stays, for the user
-        if (self.current.was_partitioned or self.current.was_reshaped) and not self.keep:
+        if (self.current.was_partitioned or self.current.was_reshaped or self.current.was_disk_damaged) \
+                and not self.keep:
             self.release()
             return
         try:

@@ -2,13 +2,16 @@
 
 from typing import Any
 
+import pytest
+
 from kafka_chaos.cluster import ClusterPool
 
 
 class FakeCluster:
-    def __init__(self, partitioned: bool, reshaped: bool = False) -> None:
+    def __init__(self, partitioned: bool, reshaped: bool = False, disk_damaged: bool = False) -> None:
         self.was_partitioned = partitioned
         self.was_reshaped = reshaped
+        self.was_disk_damaged = disk_damaged
         self.calls: list[str] = []
 
     def heal_all(self, timeout_s: float | None = None) -> None:
@@ -37,6 +40,30 @@ def test_reshaped_cluster_is_replaced_not_reused() -> None:
     pool = pool_with(cluster)
     pool.heal_or_drop()
     assert pool.current is None and cluster.calls == ["stop"]
+
+
+def test_cluster_with_a_damaged_disk_is_replaced_not_reused() -> None:
+    """Failed writes or flipped bits stay in that run's logs: the next run's restart of the node would load them."""
+    cluster = FakeCluster(partitioned=False, disk_damaged=True)
+    pool = pool_with(cluster)
+    pool.heal_or_drop()
+    assert pool.current is None and cluster.calls == ["stop"]
+
+
+@pytest.mark.parametrize("settings, damaged", [({"eio": {"ops": ["write"], "glob": None}}, True),
+                                               ({"fsync_delay_ms": 100}, False),
+                                               ({"fsync_delay_ms": 0, "eio": None}, False)])
+def test_failing_writes_mark_the_cluster_damaged_and_a_slow_disk_does_not(settings: dict[str, Any],
+                                                                         damaged: bool) -> None:
+    from types import SimpleNamespace
+
+    from kafka_chaos.cluster.node import KafkaNode
+
+    node = object.__new__(KafkaNode)
+    node.cluster = SimpleNamespace(was_disk_damaged=False)  # type: ignore[assignment]
+    node.disk = SimpleNamespace(mounted=True, arm_faults=lambda **kw: kw)  # type: ignore[assignment]
+    assert node.disk_faults(**settings) == settings
+    assert node.cluster.was_disk_damaged is damaged
 
 
 def test_unpartitioned_cluster_is_healed_and_kept() -> None:
