@@ -322,7 +322,10 @@ class KafkaCluster:
 
         admin = AdminClient(self.admin_config())
         new = NewTopic(name, num_partitions=partitions, replication_factor=replication_factor, config=configs or {})
-        for attempt in range(3):  # a controller that just took over can time the first request out
+        # a controller that just took over can time the first request out; librdkafka (2.10+, KIP-899) destroys
+        # its bootstrap broker handle once it learns the brokers, failing a request still waiting on it
+        retried = (KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT, KafkaError._DESTROY_BROKER)
+        for attempt in range(3):
             try:
                 admin.create_topics([new], request_timeout=20)[name].result(timeout=30)
                 break
@@ -330,7 +333,7 @@ class KafkaCluster:
                 code = err.args[0].code() if err.args else None
                 if code == KafkaError.TOPIC_ALREADY_EXISTS and attempt > 0:
                     break
-                if code not in (KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT) or attempt == 2:
+                if code not in retried or attempt == 2:
                     raise ClusterError(f"creating topic {name!r} failed: {err}") from None
         self.wait_for_isr(name, replication_factor)
 

@@ -33,10 +33,14 @@ def test_a_hundred_idempotent_acks_all_records_are_read_back_at_their_offsets(
     for tag, value in values.items():
         worker.ok("produce", handle="p", topic=topic, partition=tag % 2, value=value, tag=tag)
     assert worker.ok("flush", handle="p", timeout=60) == 0
-    deliveries = [worker.events.get(timeout=GUARD_S) for _ in values]
-    assert all("error" not in d for d in deliveries), [d for d in deliveries if "error" in d]
-    acked = {d["tag"]: d["offset"] for d in deliveries}
-    assert sorted(acked) == sorted(values)
+    reports: list[list[object]] = []  # [tag, offset] or [tag, null, error], in `deliveries` events
+    while len(reports) < len(values):
+        event = worker.events.get(timeout=GUARD_S)
+        assert event["event"] == "deliveries" and event["handle"] == "p", event
+        reports.extend(event["reports"])
+    assert all(len(r) == 2 for r in reports), [r for r in reports if len(r) != 2]
+    acked = {int(r[0]): r[1] for r in reports}  # type: ignore[call-overload]
+    assert len(acked) == len(reports) and sorted(acked) == sorted(values)  # each record reported once
     for p in (0, 1):  # one producer, one partition: offsets 0..49 in send order
         assert [acked[t] for t in sorted(values) if t % 2 == p] == list(range(50))
 
