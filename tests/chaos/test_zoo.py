@@ -11,11 +11,27 @@ from typing import Any
 import pytest
 
 from kafka_chaos.harness.scenario import Scenario
-from kafka_chaos.harness.zoo import load_zoo, run_zoo
+from kafka_chaos.harness.zoo import BugFile, load_zoo, run_zoo
 
 from .conftest import SCENARIOS, events, nemesis, samples
 
 pytestmark = [pytest.mark.cluster, pytest.mark.chaos]
+
+
+def one_run_per_side(chaos_run: Any, bug_id: str, out: Path) -> tuple[BugFile, dict[str, Any], Any, Any]:
+    """Run a zoo row once per side through the pool's cluster: the bug, its zoo row, the affected side's RunResult
+    and the fixed side's (run_zoo runs the sides in that order)."""
+    (bug,) = load_zoo([bug_id], SCENARIOS / "bugs")
+    results: list[Any] = []
+
+    def runner(scenario: Scenario, _out: Path) -> tuple[Path, dict[str, Any]]:
+        result = chaos_run(scenario)
+        results.append(result)
+        return result.run_dir, result.results
+
+    state = run_zoo([bug], out=out, attempts=1, runner=runner)
+    affected, fixed = results
+    return bug, state["bugs"][bug.bug.id], affected, fixed
 
 
 def test_kip_966_last_replica_standing_loses_on_4_0_and_not_with_elr(chaos_run, tmp_path: Path) -> None:
@@ -24,17 +40,7 @@ def test_kip_966_last_replica_standing_loses_on_4_0_and_not_with_elr(chaos_run, 
     acknowledged records it lost are gone (the model permits it, naming ELR off). 4.3.1 (ELR on): the cleanly
     stopped follower entered the ELR, the leader's unclean shutdown took it out of the ISR, and the partition waited
     for the ELR member, which led with every committed record: nothing lost, no violation."""
-    (bug,) = load_zoo(["KIP-966-last-replica-standing"], SCENARIOS / "bugs")
-    runs: dict[str, Any] = {}
-
-    def runner(scenario: Scenario, out: Path) -> tuple[Path, dict[str, Any]]:
-        result = chaos_run(scenario)
-        runs[str(scenario.cluster.kafka_version)] = result
-        return result.run_dir, result.results
-
-    state = run_zoo([bug], out=tmp_path, attempts=1, runner=runner)
-    row = state["bugs"][bug.bug.id]
-    affected, fixed = runs["4.0.1"], runs["4.3.1"]
+    bug, row, affected, fixed = one_run_per_side(chaos_run, "KIP-966-last-replica-standing", tmp_path)
     for result in (affected, fixed):
         (loss,) = nemesis(result, "power-loss")
         assert nemesis(result, "stop")[0]["value"]["nodes"] != loss["value"]["nodes"]
@@ -58,17 +64,7 @@ def test_librdkafka_5213_a_pinned_2_13_0_group_skips_a_record_and_2_13_2_does_no
     2.13.0 (librdkafka 2.13.0) commits the end-of-partition event's offset + 1, so the next consumer skips one
     record or, when none was written yet, is reset to the start (rd_kafka_q_serve_rkmessages); 2.13.2 moves the
     position only for fetched records. No broker fault: what each release does follows from its code."""
-    (bug,) = load_zoo(["librdkafka-5213-consume-eof-skip"], SCENARIOS / "bugs")
-    runs: dict[str, Any] = {}
-
-    def runner(scenario: Scenario, out: Path) -> tuple[Path, dict[str, Any]]:
-        result = chaos_run(scenario)
-        runs[str(scenario.workload.client_version)] = result
-        return result.run_dir, result.results
-
-    state = run_zoo([bug], out=tmp_path, attempts=1, runner=runner)
-    row = state["bugs"][bug.bug.id]
-    affected, fixed = runs["2.13.0"], runs["2.13.2"]
+    bug, row, affected, fixed = one_run_per_side(chaos_run, "librdkafka-5213-consume-eof-skip", tmp_path)
     for version, result in (("2.13.0", affected), ("2.13.2", fixed)):
         (start,) = [e for e in events(result) if e["process"] == "harness" and e["f"] == "run-start"]
         assert start["value"]["client"] == {"client": "librdkafka", "version": version, "in_process": False}
