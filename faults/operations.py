@@ -498,8 +498,12 @@ class OperationRunner:
 
 class Operator:
     """The scenario's `[[operations]]` as a run part (harness.testmap.Nemesis): each performed at its time, one
-    after another, on a thread of its own. At the run's end no new operation starts, and one under way is let
-    finish (an operator does not walk away from a half-rolled cluster); on an interrupt its waits are cut."""
+    after another, on a thread of its own. Every operation scheduled within the run's duration is performed
+    under load, also one an earlier operation made late (the run waits while `busy`, up to `LATE_LIMIT_S`); at
+    the run's end one under way is let finish (an operator does not walk away from a half-rolled cluster); on an
+    interrupt its waits are cut."""
+
+    LATE_LIMIT_S = 600.0
 
     def __init__(self, operations: Sequence[OperationSpec]) -> None:
         self.operations = sorted(operations, key=lambda op: op.at_s)
@@ -507,10 +511,20 @@ class Operator:
         self._no_more = threading.Event()
         self._abort = threading.Event()
         self._thread: threading.Thread | None = None
+        self._within_run = 0
+        self._run_end = float("inf")
+
+    def busy(self) -> bool:
+        """An operation scheduled within the run's duration is not yet performed (harness.testmap.Ongoing)."""
+        alive = self._thread is not None and self._thread.is_alive()
+        return (alive and len(self.outcomes) < self._within_run
+                and time.monotonic() - self._run_end < self.LATE_LIMIT_S)
 
     def start(self, ctx: RunContext) -> None:
         runner = OperationRunner(ctx.cluster, ctx.topic, ctx.history, stopping=self._abort)
         t0 = time.monotonic()
+        self._within_run = sum(op.at_s < ctx.scenario.duration_s for op in self.operations)
+        self._run_end = t0 + ctx.scenario.duration_s
 
         def run() -> None:
             for op in self.operations:

@@ -37,7 +37,7 @@ from kafka_chaos.faults.operations import Operator
 from kafka_chaos.harness.outputs import check_run_dir
 from kafka_chaos.harness.replay import write_resolved
 from kafka_chaos.harness.scenario import Scenario, load_scenario, parse_scenario, to_toml
-from kafka_chaos.harness.testmap import Checker, Nemesis, RunContext, Workload
+from kafka_chaos.harness.testmap import Checker, Nemesis, Ongoing, RunContext, Workload
 from kafka_chaos.history import History
 from kafka_chaos.interrupts import STOPPING
 from kafka_chaos.interrupts import reset as reset_interrupts
@@ -253,6 +253,14 @@ def _run_parts(ctx: RunContext, workloads: list[Workload], nemeses: list[Nemesis
                 while (elapsed := time.monotonic() - start) < s.duration_s:
                     progress.update(task, completed=elapsed, stats=" · ".join(w.progress() for w in workloads))
                     time.sleep(0.5)
+                # An operation scheduled within the run still runs under load when an earlier one made it late
+                # (on a slow machine each kafka-metadata-quorum.sh call is seconds of JVM start).
+                ongoing = [n for n in nemeses if isinstance(n, Ongoing)]
+                if any(n.busy() for n in ongoing):
+                    progress.update(task, description=f"{s.name}: operations still under way")
+                    while any(n.busy() for n in ongoing):
+                        progress.update(task, stats=" · ".join(w.progress() for w in workloads))
+                        time.sleep(0.5)
         except KeyboardInterrupt:
             STOPPING.set()  # the cluster is about to go: every stop below waits briefly, keeping what the history has
             raise

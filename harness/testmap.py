@@ -73,6 +73,16 @@ class Nemesis(Protocol):
 
 
 @runtime_checkable
+class Ongoing(Protocol):
+    """A nemesis whose scheduled work may outlast `duration_s` (the operator: an operation late because an
+    earlier one took long); the run's load goes on until it is no longer busy."""
+
+    def busy(self) -> bool:
+        """Work scheduled within the run's duration is not yet done."""
+        ...
+
+
+@runtime_checkable
 class Checker(Protocol):
     """Reads a stored run (also one cut short) and says what it found; pure: no cluster needed."""
 

@@ -257,3 +257,40 @@ def test_a_rolling_downgrade_is_refused_once_metadata_version_is_beyond_it() -> 
                         "operations": [{**up, "release_version": "4.3"}, down]})
     with pytest.raises(ScenarioError, match=r"finalized at 4\.3 by then"):  # formatted by 4.3.1 at its latest
         parse_scenario({"name": "d", "cluster": {"kafka_version": "4.3.1"}, "operations": [down]})
+
+
+def test_an_operation_an_earlier_one_made_late_still_runs_and_one_after_the_run_does_not(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """CI saw add-controller (at 11 s of 20) skipped because the removal's tool calls took past the run's end:
+    the operator stays busy until every operation scheduled within the duration is performed."""
+    import threading
+    import time
+    from types import SimpleNamespace
+
+    from kafka_chaos.faults.operations import Operator
+
+    release = threading.Event()
+    performed: list[str] = []
+
+    def perform(self: OperationRunner, op: OperationSpec) -> dict[str, Any]:
+        if op.kind == "remove-controller":
+            release.wait(10)  # the removal outlasts the run
+        performed.append(op.kind)
+        return {"done": True}
+
+    monkeypatch.setattr(OperationRunner, "perform", perform)
+    ops = [OperationSpec(kind="remove-controller", at_s=0, controller_id=3),
+           OperationSpec(kind="add-controller", at_s=0.05, controller_id=3),
+           OperationSpec(kind="preferred-election", at_s=5)]  # after the run's 0.2 s: never performed
+    operator = Operator(ops)
+    ctx = SimpleNamespace(cluster=None, topic="t", history=None, scenario=SimpleNamespace(duration_s=0.2))
+    operator.start(ctx)  # type: ignore[arg-type]
+    time.sleep(0.4)
+    assert operator.busy() and performed == []  # past the run's end, the addition still to come
+    release.set()
+    deadline = time.monotonic() + 10
+    while operator.busy() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not operator.busy() and performed == ["remove-controller", "add-controller"]
+    operator.stop(ctx, interrupted=False)  # type: ignore[arg-type]
+    assert performed == ["remove-controller", "add-controller"]

@@ -165,3 +165,25 @@ def test_the_cli_exits_with_the_signals_code_and_says_only_what_it_checked(signu
     name = signal.Signals(signum).name
     assert f"interrupted ({name}): checked, no container, network or volume it started is left" in err
     assert "Traceback" not in err
+
+
+class _LateOperator(_Part):
+    """Busy for its first few polls past the run's end, as an operator whose operation was made late."""
+
+    def __init__(self, name: str, calls: list[tuple[str, bool]], polls: int) -> None:
+        super().__init__(name, calls)
+        self.polls = polls
+
+    def busy(self) -> bool:
+        self.polls -= 1
+        self.calls.append(("busy", self.polls >= 0))
+        return self.polls >= 0
+
+
+def test_the_run_goes_on_under_load_while_an_operation_scheduled_in_it_is_under_way() -> None:
+    calls: list[tuple[str, bool]] = []
+    ctx = SimpleNamespace(scenario=SimpleNamespace(name="t", duration_s=0.1), console=Console(quiet=True))
+    workloads: list[Any] = [_Part("w", calls)]
+    run_mod._run_parts(ctx, workloads, [_LateOperator("op", calls, polls=3)])  # type: ignore[arg-type]
+    assert calls[:2] == [("start w", False), ("start op", False)]
+    assert calls[2:] == [("busy", True)] * 3 + [("busy", False), ("stop op", False), ("stop w", False)]
