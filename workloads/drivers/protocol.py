@@ -5,7 +5,7 @@ classify, so an outcome reads the same whichever client ran it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 import orjson
 from confluent_kafka import KafkaError, KafkaException
@@ -19,9 +19,9 @@ QUEUE_FULL = "_QUEUE_FULL"
 does, so the workload polls and tries again."""
 
 
-def request(id_: int, op: str, **fields: Any) -> str:
-    """One request line (no newline)."""
-    return orjson.dumps({"id": id_, "op": op, **fields}).decode()
+def request(id_: int, op: str, **fields: Any) -> bytes:
+    """One request line, with its newline (the worker's stdin is a byte pipe: no text encoding per line)."""
+    return orjson.dumps({"id": id_, "op": op, **fields}, option=orjson.OPT_APPEND_NEWLINE)
 
 
 def config_values(config: dict[str, Any]) -> dict[str, str]:
@@ -66,12 +66,23 @@ class Reply:
     error: dict[str, Any] | None = None
 
 
-class Delivery(NamedTuple):
-    """One record's outcome (a tuple: a busy producer makes one per record)."""
+Report = list[Any]
+"""One record's outcome as the worker wrote it: `[tag, offset]` (offset -1 or null: none known) or
+`[tag, null, ERROR]`. Kept as parsed, not wrapped: a busy producer makes one per record, and an object per
+report cost the harness more time than parsing the line (bench/client_drivers.py)."""
 
-    tag: int
-    offset: int | None = None
-    error: dict[str, Any] | None = None
+
+def failed_report(tag: int, error: dict[str, Any]) -> Report:
+    return [tag, None, error]
+
+
+def report_error(report: Report) -> dict[str, Any] | None:
+    return report[2] if len(report) > 2 else None
+
+
+def report_offset(report: Report) -> int | None:
+    offset = report[1]
+    return offset if offset is not None and offset >= 0 else None
 
 
 @dataclass(frozen=True)
@@ -79,7 +90,7 @@ class Deliveries:
     """A `deliveries` event: a handle's delivery reports in the order its client made them."""
 
     handle: str
-    reports: list[Delivery]
+    reports: list[Report]
 
 
 @dataclass(frozen=True)
@@ -87,14 +98,6 @@ class Ready:
     client: str
     version: str
     protocol: int = 0
-
-
-def delivery(report: list[Any]) -> Delivery:
-    """One report of a `deliveries` event: `[tag, offset]` or `[tag, null, ERROR]`."""
-    if len(report) > 2 and report[2] is not None:
-        return Delivery(int(report[0]), None, report[2])
-    offset = report[1]
-    return Delivery(int(report[0]), None if offset is None or offset < 0 else int(offset))
 
 
 def parse(line: str | bytes) -> Reply | Deliveries | Ready | None:
@@ -109,7 +112,7 @@ def parse(line: str | bytes) -> Reply | Deliveries | Ready | None:
         return Reply(int(obj["id"]), obj.get("ok"), obj.get("error"))
     event = obj.get("event")
     if event == "deliveries":
-        return Deliveries(str(obj["handle"]), [delivery(r) for r in obj["reports"]])
+        return Deliveries(str(obj["handle"]), obj["reports"])
     if event == "ready":
         return Ready(str(obj.get("client", "")), str(obj.get("version", "")), int(obj.get("protocol", 0)))
     return None

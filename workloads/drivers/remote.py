@@ -63,7 +63,7 @@ class WorkerProcess:
         self._write = threading.Lock()
         self._replies: dict[int, protocol.Reply | None] = {}
         self._arrived = threading.Condition(self._lock)
-        self._deliveries: dict[str, list[protocol.Delivery]] = {}
+        self._deliveries: dict[str, list[protocol.Report]] = {}
         self._sent: dict[int, tuple[str, list[int]]] = {}
         """Batches sent without waiting (`send_batch`): request id → (handle, tags), until the worker answers."""
         self._ready = threading.Event()
@@ -72,8 +72,10 @@ class WorkerProcess:
         """Set while a producer of this worker holds a transaction open with a send acknowledged (its coordinator
         has the transaction open): from the delivery, as the caller served it, until commit or abort is asked."""
         # its own session: a Ctrl-C at the terminal reaches the harness, which stops the worker itself
+        # byte pipes: protocol lines are JSON in UTF-8 both ways (orjson reads and writes bytes), so no line pays for
+        # a text decoding; stderr lines are decoded for the log
         self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True, encoding="utf-8", start_new_session=True)
+                                     start_new_session=True)
         _LIVE.add(self)
         threading.Thread(target=self._read, name=f"{name}-out", daemon=True).start()
         threading.Thread(target=self._log, name=f"{name}-err", daemon=True).start()
@@ -113,7 +115,7 @@ class WorkerProcess:
                         self._replies[msg.id] = msg
                         self._arrived.notify_all()
             elif line.strip():
-                client_logger().info("%s: %s", self.name, line.rstrip())
+                client_logger().info("%s: %s", self.name, line.decode("utf-8", "replace").rstrip())
         with self._lock:
             self._dead = True
             self._arrived.notify_all()
@@ -123,7 +125,7 @@ class WorkerProcess:
         assert self.proc.stderr is not None
         log = client_logger()
         for line in self.proc.stderr:
-            log.info("%s: %s", self.name, line.rstrip())
+            log.info("%s: %s", self.name, line.decode("utf-8", "replace").rstrip())
 
     def _gone(self) -> dict[str, Any]:
         return protocol.local_error("_TRANSPORT", f"client worker {self.name} has exited")
@@ -139,7 +141,7 @@ class WorkerProcess:
         try:
             with self._write:
                 assert self.proc.stdin is not None
-                self.proc.stdin.write(protocol.request(id_, op, **fields) + "\n")
+                self.proc.stdin.write(protocol.request(id_, op, **fields))
                 if flush:
                     self.proc.stdin.flush()
         except (BrokenPipeError, ValueError, OSError):
@@ -170,9 +172,14 @@ class WorkerProcess:
             with self._lock:
                 self._refuse(handle, tags, self._gone())
 
+    def post_poll(self, handle: str) -> None:
+        """A `poll` with timeout 0 written without waiting for its reply: a worker that has exited raises
+        _TRANSPORT as `call` does; an error in the reply fails no record."""
+        self._post("poll", self._sent, (handle, []), flush=True, handle=handle, timeout=0)
+
     def _refuse(self, handle: str, tags: list[int], error: dict[str, Any]) -> None:
         """Failed deliveries for records the worker never queued (the caller holds the lock)."""
-        self._deliveries.setdefault(handle, []).extend(protocol.Delivery(tag, error=error) for tag in tags)
+        self._deliveries.setdefault(handle, []).extend(protocol.failed_report(tag, error) for tag in tags)
         self._arrived.notify_all()
 
     def _wait(self, id_: int, budget_s: float | None) -> protocol.Reply:
@@ -200,7 +207,7 @@ class WorkerProcess:
                         "_TIMED_OUT", f"client worker {self.name} did not answer {id_}"))
                 self._arrived.wait(0.2 if budget_s is None else min(0.2, budget_s))
 
-    def deliveries(self, handle: str, timeout_s: float) -> list[protocol.Delivery]:
+    def deliveries(self, handle: str, timeout_s: float) -> list[protocol.Report]:
         """The delivery events of a handle received so far, waiting up to `timeout_s` for the first."""
         deadline = time.monotonic() + timeout_s
         with self._lock:
@@ -226,7 +233,7 @@ class WorkerProcess:
         if self.proc.poll() is None and not self.frozen:
             with contextlib.suppress(Exception), self._write:
                 assert self.proc.stdin is not None
-                self.proc.stdin.write(protocol.request(next(self._ids), "exit") + "\n")
+                self.proc.stdin.write(protocol.request(next(self._ids), "exit"))
                 self.proc.stdin.flush()
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout_s)
@@ -255,7 +262,7 @@ def _kill_all() -> None:
         worker.kill()
 
 
-@dataclass
+@dataclass(slots=True)
 class _Message:
     """The subset of confluent_kafka.Message the workloads read."""
 
@@ -313,10 +320,11 @@ class RemoteProducer:
         self._pending[tag] = (on_delivery, topic, partition, value or b"")
         if self.streamed:
             with self._batched:
-                self._batch.append([topic, partition, protocol.text(value), tag])
-                if len(self._batch) >= BATCH_RECORDS:
+                batch = self._batch
+                batch.append([topic, partition, value.decode("latin-1") if value else "", tag])
+                if len(batch) >= BATCH_RECORDS:
                     self._send_batch()
-                elif len(self._batch) == 1:
+                elif len(batch) == 1:
                     if self._linger is None:
                         self._linger = threading.Thread(target=self._lingering, name=f"{self.worker.name}-linger",
                                                         daemon=True)
@@ -356,20 +364,29 @@ class RemoteProducer:
 
     def _serve(self, timeout_s: float) -> int:
         served = 0
-        for d in self.worker.deliveries(self.handle, timeout_s):
-            on_delivery, topic, partition, value = self._pending.pop(d.tag, (None, "", -1, b""))
+        pending, unknown = self._pending, (None, "", -1, b"")
+        for report in self.worker.deliveries(self.handle, timeout_s):
+            on_delivery, topic, partition, value = pending.pop(report[0], unknown)
             served += 1
-            if self._in_transaction and d.error is None:
+            error = protocol.report_error(report)
+            if self._in_transaction and error is None:
                 self.worker.transaction_written.set()
             if on_delivery is None:
                 continue
-            err = protocol.kafka_error(d.error) if d.error is not None else None
-            offset = d.offset if d.offset is not None and d.offset >= 0 else None
-            on_delivery(err, _Message(topic, partition, offset if err is None else None, value))
+            if error is None:
+                on_delivery(None, _Message(topic, partition, protocol.report_offset(report), value))
+            else:
+                on_delivery(protocol.kafka_error(error), _Message(topic, partition, None, value))
         return served
 
     def poll(self, timeout: float = 0) -> int:
         self._flush_batch()
+        if self.streamed and timeout <= 0:
+            # A plain producer's poll(0) serves the reports already here and asks the worker to serve its client
+            # after the batches before it, without waiting: a wait would stall the harness until the worker has
+            # read every batch it was sent (poll never raises for a plain producer in either worker).
+            self.worker.post_poll(self.handle)
+            return self._serve(0)
         # the worker's own poll serves its callbacks (and raises a fatal error, as confluent-kafka's does)
         self.worker.call("poll", timeout_s=timeout, handle=self.handle, timeout=timeout)
         return self._serve(0)

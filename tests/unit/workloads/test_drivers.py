@@ -160,6 +160,27 @@ def test_batched_sends_deliver_every_record_once_in_the_order_produced(fake: Any
     assert producer.flush(1) == 0 and len(seen) == count  # nothing delivered twice
 
 
+def test_a_plain_producers_poll_0_serves_what_arrived_without_waiting_for_the_worker(fake: Any) -> None:
+    """poll(0) of a plain producer does not wait for the worker to read every batch before it (a frozen worker
+    shows it: the poll returns while the worker cannot answer); the poll it asks for is served in order, and
+    the deliveries come back at a later poll or flush."""
+    producer = fake.producer({}, 15)
+    seen: list[int | None] = []
+    producer.produce("t", value=b"a", partition=0, on_delivery=lambda err, msg: seen.append(msg.offset()))
+    worker = producer.worker
+    worker.freeze()
+    try:
+        polled = threading.Thread(target=producer.poll, args=(0,))
+        polled.start()
+        polled.join(10)  # only against a hang: a poll that waited for its reply would stay blocked until the thaw
+        assert not polled.is_alive()
+    finally:
+        worker.thaw()
+    assert producer.flush(30) == 0 and seen == [100]
+    transactional = fake.producer({"transactional.id": "x"}, 16)
+    assert not transactional.streamed  # its poll still waits: a refusal must reach the workload at once
+
+
 def test_a_lone_batched_send_reaches_the_worker_without_any_further_call(fake: Any) -> None:
     """A workload that produces and then waits (no poll, no flush) still gets its record sent: the linger
     timer writes a partial batch."""
