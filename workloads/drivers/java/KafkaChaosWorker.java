@@ -334,9 +334,11 @@ public final class KafkaChaosWorker {
     static final Map<String, String> NAMES = new HashMap<>();
     /** Kafka protocol error names whose librdkafka name differs (the rest are spelled the same). */
     static final Map<String, String> RENAMED = new HashMap<>();
-    /** The Java client's fatal errors: the producer is unusable after them. */
+    /** The Java client's fatal errors: the producer is unusable after them (TransactionManager's fatalError:
+     *  an EndTxn, AddPartitionsToTxn or TxnOffsetCommit answered INVALID_TXN_STATE is one). */
     static final Set<String> FATAL = Set.of("ProducerFencedException", "FencedInstanceIdException",
-            "OutOfOrderSequenceException", "AuthorizationException", "UnsupportedVersionException");
+            "OutOfOrderSequenceException", "AuthorizationException", "UnsupportedVersionException",
+            "InvalidTxnStateException");
 
     static {
         NAMES.put("NotEnoughReplicasException", "NOT_ENOUGH_REPLICAS");
