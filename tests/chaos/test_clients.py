@@ -94,7 +94,7 @@ FENCED = {
 
 def paused_producer(client: str, version: str) -> dict[str, Any]:
     return {
-        "name": f"client-pause-txn-{client}", "duration_s": 34,
+        "name": f"client-pause-txn-{client}", "duration_s": 42,
         "cluster": {"nodes": 3, "broker_overrides": {
             "transaction.abort.timed.out.transaction.cleanup.interval.ms": ABORT_CHECK_MS}},
         "topic": {"partitions": 3, "replication_factor": 3, "min_insync_replicas": 2},
@@ -103,8 +103,10 @@ def paused_producer(client: str, version: str) -> dict[str, Any]:
         "workload": {"kind": "txn", "client": client, "client_version": version, "producers": 1, "consumers": 1,
                      "txn_keys": 2, "txn_abort_share": 0, "txn_mixed_share": 0, "txn_commit_delay_ms": 2000,
                      "txn_isolation": ["read_committed", "read_uncommitted"]},
-        # process 0 is the producer thread's first process (workloads.clients numbers the txn producers first)
-        "faults": {"schedule": [{"kind": "client-pause", "clients": [0], "during": "transaction", "at_s": 5,
+        # process 0 is the producer thread's first process (workloads.clients numbers the txn producers first);
+        # at 10 s it has committed before (a worker's start, init_transactions and a 2 s hold come first), and the
+        # thawed thread's next process has 12 s to start and commit
+        "faults": {"schedule": [{"kind": "client-pause", "clients": [0], "during": "transaction", "at_s": 10,
                                  "duration_s": TXN_TIMEOUT_S + 8}]},
     }
 

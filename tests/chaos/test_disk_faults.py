@@ -70,8 +70,10 @@ def test_a_follower_whose_disk_fails_with_eio_stops_and_nothing_acknowledged_is_
 
     The victim follows the first partition and, with one preferred leader per node, leads another: that
     leadership moves to another node while the disk fails, which then acknowledges sends to that partition."""
-    s = scenario("disk-error-follower", 25, {"kind": "disk-error", "target": "follower", "at_s": 5,
-                                             "duration_s": 10})
+    # 16 s: the broker halts (a kill, by the model's timeouts: fenced after 3 s, 8 s when it was the active
+    # controller, plus slack) and a send must still be acknowledged by the new leader before the heal
+    s = scenario("disk-error-follower", 31, {"kind": "disk-error", "target": "follower", "at_s": 5,
+                                             "duration_s": 16})
     result = chaos_run(s)
     (failing,) = nemesis(result, "disk-error")
     (victim,) = failing["value"]["nodes"]

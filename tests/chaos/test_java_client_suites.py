@@ -76,12 +76,13 @@ def test_the_java_producer_loses_nothing_when_the_partition_leader_is_killed(cha
 
 SESSION_TIMEOUT_S = 6  # workloads.consumer's session.timeout.ms
 PAUSED_JAVA_CONSUMER: dict[str, Any] = {
-    "name": "java-client-pause-consumer", "duration_s": 26, **CLUSTER,
+    "name": "java-client-pause-consumer", "duration_s": 36, **CLUSTER,
     "workload": {**JAVA, "producers": 1, "consumers": 2, "consumer_mode": "subscribe", "rate": 100},
     # process 0 is the first consumer (workloads.clients numbers the consumers first); paused once the group has
-    # settled after both consumers joined, and thawed with time left to rejoin and read
-    "faults": {"schedule": [{"kind": "client-pause", "clients": [0], "at_s": 6,
-                             "duration_s": SESSION_TIMEOUT_S + 6}]},
+    # settled after both consumers joined (two JVM starts and a join on a slow host), frozen long enough for the
+    # session timeout, a rebalance and the other member's fetches, and thawed with time left to rejoin and read
+    "faults": {"schedule": [{"kind": "client-pause", "clients": [0], "at_s": 9,
+                             "duration_s": SESSION_TIMEOUT_S + 10}]},
 }
 
 

@@ -50,7 +50,7 @@ def test_control_scenario_reports_no_anomalies(chaos_run, seed: int) -> None:
 
 
 def test_acks1_isolated_leader_loses_acknowledged_writes(chaos_run) -> None:
-    result = chaos_run(SCENARIOS / "isolate-leader-acks1.toml", duration_s=25)
+    result = chaos_run(SCENARIOS / "isolate-leader-acks1.toml", duration_s=31)
     lost = result.results["anomalies"].get("lost-write", [])
     assert lost, f"expected lost writes; got {result.results['anomaly_counts']}"
     events = history(result)

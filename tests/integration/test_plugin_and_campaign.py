@@ -20,11 +20,11 @@ import pytest
 CONTROL = {"name": "tiny-control", "duration_s": 6, "cluster": {"nodes": 3},
            "topic": {"partitions": 1, "replication_factor": 3, "min_insync_replicas": 2},
            "workload": {"producers": 1, "rate": 100}}
-LOSSY = {"name": "tiny-acks1-isolation", "duration_s": 20, "cluster": {"nodes": 3},
+LOSSY = {"name": "tiny-acks1-isolation", "duration_s": 26, "cluster": {"nodes": 3},
          "topic": {"partitions": 1, "replication_factor": 3, "min_insync_replicas": 2},
          "workload": {"producers": 2, "in_flight": 16, "rate": 400, "acks": "1", "idempotence": False},
          "faults": {"schedule": [{"kind": "partition", "shape": "isolate", "target": "leader",
-                                  "at_s": 3, "duration_s": 12}]}}
+                                  "at_s": 3, "duration_s": 18}]}}
 
 @pytest.mark.chaos(scenario=CONTROL)
 def test_control_passes(chaos_result):
