@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -168,6 +169,37 @@ def test_a_batch_reports_each_record_once_and_a_refused_send_as_its_failed_deliv
     assert sorted(reports) == [1, 2, 3, 4]
     assert {tag: r[2]["name"] for tag, r in reports.items()} == {1: "_MSG_TIMED_OUT", 2: "_INVALID_ARG",
                                                                 3: "_MSG_TIMED_OUT", 4: "_MSG_TIMED_OUT"}
+    assert worker.exit() == 0
+
+
+@pytest.mark.slow
+def test_a_batch_reads_the_same_in_any_key_order_with_any_payload_text(worker: Worker) -> None:
+    """The worker reads a batch's records straight into send()'s arguments when `op` comes before `records` (as
+    the harness writes it), and as plain JSON values otherwise: either way, payloads with escapes or characters
+    beyond ASCII, a repeated topic and a record without one come back as one report per tag."""
+    config = java_settings({"bootstrap.servers": UNREACHABLE, "acks": "all", "enable.idempotence": True,
+                            "delivery.timeout.ms": 1500, "request.timeout.ms": 1000, "linger.ms": 0})
+    worker.ok("create", handle="p", kind="producer", config=config)
+    odd = ["plain", "caf\u00e9 \u00ff", "quote\" back\\slash \n\t\x00 /", ""]
+    records = [["t", i % 2, value, 10 + i] for i, value in enumerate(odd)] + [[None, 0, "x", 20], ["t", -1, None, 21]]
+    op_first = worker.send("produce_batch", ascii_only=False, handle="p", records=records)
+    records_first = 9_000_000
+    line = json.dumps({"id": records_first, "records": [[t, p, v, tag + 100] for t, p, v, tag in records],
+                       "handle": "p", "op": "produce_batch"})
+    worker.write(line + "\n")
+    flushed = worker.send("flush", handle="p", timeout=GUARD_S)
+    assert worker.reply(flushed) == {"id": flushed, "ok": 0}
+    assert worker.reply(op_first) == {"id": op_first, "ok": None}
+    assert worker.reply(records_first) == {"id": records_first, "ok": None}
+    reports: dict[int, str] = {}
+    while not worker.events.empty():
+        for report in worker.events.get_nowait()["reports"]:
+            assert report[0] not in reports, f"tag {report[0]} reported twice"
+            reports[report[0]] = report[2]["name"]
+    tags = [tag for *_, tag in records]
+    assert sorted(reports) == sorted(tags + [tag + 100 for tag in tags])
+    assert reports[20] == reports[120] == "_INVALID_ARG"  # no topic: send() refused it
+    assert {name for tag, name in reports.items() if tag % 100 != 20} == {"_MSG_TIMED_OUT"}
     assert worker.exit() == 0
 
 

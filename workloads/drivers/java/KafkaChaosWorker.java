@@ -477,6 +477,17 @@ public final class KafkaChaosWorker {
 
     // --- producer ------------------------------------------------------------------------------------------------
 
+    /** One record of a `produce_batch`, as send() takes it (partition null: the partitioner chooses). */
+    record BatchRecord(String topic, Integer partition, byte[] value, long tag) {
+        /** A record parsed as plain JSON values (a request whose `op` did not come before its `records`). */
+        static BatchRecord of(List<?> r) {
+            int partition = ((Number) r.get(1)).intValue();
+            byte[] value = r.get(2) == null ? null : ((String) r.get(2)).getBytes(StandardCharsets.ISO_8859_1);
+            return new BatchRecord((String) r.get(0), partition < 0 ? null : partition, value,
+                    ((Number) r.get(3)).longValue());
+        }
+    }
+
     /** A delivery outcome held back while send() has not returned, so the produce reply always comes first. */
     static final class Delivery {
         boolean sendReturned;
@@ -541,14 +552,11 @@ public final class KafkaChaosWorker {
             return;
         }
         for (Object o : records) {
-            List<?> r = (List<?>) o;
-            Object tag = r.get(3);
+            long tag = o instanceof BatchRecord b ? b.tag() : ((Number) ((List<?>) o).get(3)).longValue();
             try {
-                int partition = ((Number) r.get(1)).intValue();
-                byte[] value = r.get(2) == null ? null : ((String) r.get(2)).getBytes(StandardCharsets.ISO_8859_1);
-                ProducerRecord<byte[], byte[]> record = new ProducerRecord<>((String) r.get(0),
-                        partition < 0 ? null : partition, null, value);
-                p.send(record, (md, e) -> report(h, tag, md, e));
+                BatchRecord r = o instanceof BatchRecord b ? b : BatchRecord.of((List<?>) o);
+                p.send(new ProducerRecord<>(r.topic(), r.partition(), null, r.value()),
+                        (md, e) -> report(h, tag, md, e));
             } catch (Throwable t) {
                 report(h, tag, null, t);
             }
@@ -869,7 +877,21 @@ public final class KafkaChaosWorker {
                     String k = string();
                     ws();
                     expect(':');
-                    m.put(k, value());
+                    // a batch's records straight into what send() takes (the harness writes `op` first): no
+                    // list, string and boxed number per field of every record, and no second copy of its value
+                    int at = i;
+                    Object v;
+                    if ("records".equals(k) && "produce_batch".equals(m.get("op"))) {
+                        try {
+                            v = records();
+                        } catch (IllegalArgumentException e) {  // not records as the harness writes them: plain
+                            i = at;                               // values, each failing as its own delivery
+                            v = value();
+                        }
+                    } else {
+                        v = value();
+                    }
+                    m.put(k, v);
                     ws();
                     if (peek() == ',') i++;
                     else {
@@ -903,6 +925,83 @@ public final class KafkaChaosWorker {
             return number();
         }
 
+        /** `[[topic, partition, value, tag], ...]` as BatchRecords; a topic spelled as the previous record's is the
+         *  same String. */
+        List<BatchRecord> records() {
+            List<BatchRecord> out = new ArrayList<>();
+            ws();
+            expect('[');
+            ws();
+            if (peek() == ']') {
+                i++;
+                return out;
+            }
+            String topic = null;
+            int topicStart = 0;
+            int topicStop = -1;  // the previous topic's bytes in `s` (stop < start: none to compare with)
+            while (true) {
+                ws();
+                expect('[');
+                ws();
+                String recordTopic = null;  // none: send() refuses the record, reported as its failed delivery
+                if (!word("null")) {
+                    int start = i + 1;
+                    boolean plain = scan();
+                    int stop = i - 1;
+                    if (!plain || topic == null || topicStop < 0
+                            || !java.util.Arrays.equals(s, start, stop, s, topicStart, topicStop)) {
+                        topic = text(start, stop, plain);
+                        topicStart = start;
+                        topicStop = plain ? stop : -1;
+                    }
+                    recordTopic = topic;
+                }
+                comma();
+                long partition = integer();
+                comma();
+                byte[] value = word("null") ? null : bytes();
+                comma();
+                long tag = integer();
+                ws();
+                expect(']');
+                out.add(new BatchRecord(recordTopic, partition < 0 ? null : (int) partition, value, tag));
+                ws();
+                if (peek() == ',') i++;
+                else {
+                    expect(']');
+                    return out;
+                }
+            }
+        }
+
+        void comma() {
+            ws();
+            expect(',');
+            ws();
+        }
+
+        /** A JSON integer read in place (no String per number). */
+        long integer() {
+            boolean negative = i < end && s[i] == '-';
+            if (negative) i++;
+            int start = i;
+            long v = 0;
+            while (i < end && s[i] >= '0' && s[i] <= '9') v = v * 10 + (s[i++] - '0');
+            if (i == start || i - start > 18 || (i < end && (s[i] == '.' || s[i] == 'e' || s[i] == 'E'))) {
+                throw fail("expected an integer");
+            }
+            return negative ? -v : v;
+        }
+
+        /** A string of latin-1 text (a payload) as its bytes: ASCII without escapes is one copy. */
+        byte[] bytes() {
+            int start = i + 1;
+            boolean plain = scan();
+            int stop = i - 1;
+            if (plain) return java.util.Arrays.copyOfRange(s, start, stop);
+            return text(start, stop, false).getBytes(StandardCharsets.ISO_8859_1);
+        }
+
         boolean word(String w) {
             if (end - i < w.length()) return false;
             for (int k = 0; k < w.length(); k++) {
@@ -932,8 +1031,14 @@ public final class KafkaChaosWorker {
         }
 
         String string() {
+            int start = i + 1;
+            boolean plain = scan();
+            return text(start, i - 1, plain);
+        }
+
+        /** Moves past a string (i after its closing quote); true when it is ASCII without escapes. */
+        boolean scan() {
             expect('"');
-            int start = i;
             boolean plain = true;  // ASCII without escapes: its bytes are its characters
             while (true) {
                 if (i >= end) throw fail("unterminated string");
@@ -947,7 +1052,11 @@ public final class KafkaChaosWorker {
                 }
                 i++;
             }
-            int stop = i++;
+            i++;
+            return plain;
+        }
+
+        String text(int start, int stop, boolean plain) {
             if (plain) return new String(s, start, stop - start, StandardCharsets.ISO_8859_1);
             return unescape(new String(s, start, stop - start, StandardCharsets.UTF_8));
         }
