@@ -181,7 +181,8 @@ def test_a_batch_reads_the_same_in_any_key_order_with_any_payload_text(worker: W
                             "delivery.timeout.ms": 1500, "request.timeout.ms": 1000, "linger.ms": 0})
     worker.ok("create", handle="p", kind="producer", config=config)
     odd = ["plain", "caf\u00e9 \u00ff", "quote\" back\\slash \n\t\x00 /", ""]
-    records = [["t", i % 2, value, 10 + i] for i, value in enumerate(odd)] + [[None, 0, "x", 20], ["t", -1, None, 21]]
+    records: list[tuple[str | None, int, str | None, int]] = [("t", i % 2, v, 10 + i) for i, v in enumerate(odd)]
+    records += [(None, 0, "x", 20), ("t", -1, None, 21)]
     op_first = worker.send("produce_batch", ascii_only=False, handle="p", records=records)
     records_first = 9_000_000
     line = json.dumps({"id": records_first, "records": [[t, p, v, tag + 100] for t, p, v, tag in records],
