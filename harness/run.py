@@ -256,11 +256,10 @@ def _run_parts(ctx: RunContext, workloads: list[Workload], nemeses: list[Nemesis
                 # An operation scheduled within the run still runs under load when an earlier one made it late
                 # (on a slow machine each kafka-metadata-quorum.sh call is seconds of JVM start).
                 ongoing = [n for n in nemeses if isinstance(n, Ongoing)]
-                if any(n.busy() for n in ongoing):
-                    progress.update(task, description=f"{s.name}: operations still under way")
-                    while any(n.busy() for n in ongoing):
-                        progress.update(task, stats=" · ".join(w.progress() for w in workloads))
-                        time.sleep(0.5)
+                while any(n.busy() for n in ongoing):
+                    progress.update(task, description=f"{s.name}: operations still under way",
+                                    stats=" · ".join(w.progress() for w in workloads))
+                    time.sleep(0.5)
         except KeyboardInterrupt:
             STOPPING.set()  # the cluster is about to go: every stop below waits briefly, keeping what the history has
             raise
