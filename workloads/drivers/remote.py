@@ -321,7 +321,7 @@ class RemoteProducer:
         if self.streamed:
             with self._batched:
                 batch = self._batch
-                batch.append([topic, partition, value.decode("latin-1") if value else "", tag])
+                batch.append([topic, partition, protocol.text(value), tag])
                 if len(batch) >= BATCH_RECORDS:
                     self._send_batch()
                 elif len(batch) == 1:
