@@ -75,21 +75,19 @@ def test_two_broker_failure_refuses_writes_loses_nothing_and_recovers(chaos_run)
 # (test_single_broker_failure_new_leader_from_isr_no_loss_and_rejoin, tests/chaos/test_node_links.py)
 @pytest.mark.parametrize("acks", ["1", pytest.param("all", marks=pytest.mark.nightly)])
 def test_leader_crash_with_unreplicated_data_acks1_loses_permitted_acks_all_does_not(chaos_run, acks: str) -> None:
-    if acks == "all":
-        acks_all = chaos_run(SCENARIOS / "documented-leader-crash-acks1.toml",
-                             workload__acks="all", workload__idempotence=True, name="documented-leader-crash-acks-all")
-        assert nemesis(acks_all, "kill")[0]["value"]["nodes"] == nemesis(acks_all, "partition")[0]["value"]["nodes"]
-        assert lost(acks_all) == 0, acks_all.results["anomaly_counts"]
-        assert acks_all.results["violations"] == []
-        return
-    acks1 = chaos_run(SCENARIOS / "documented-leader-crash-acks1.toml")
-    isolated = nemesis(acks1, "partition")[0]["value"]["nodes"]
-    assert nemesis(acks1, "kill")[0]["value"]["nodes"] == isolated, "the isolated leader is the one crashed"
-    assert lost(acks1) > 0, acks1.results["anomaly_counts"]
-    for instance in acks1.results["anomalies"]["lost-write"]:
-        assert instance["verdict"] == "permitted", instance
-        assert "acks=1" in instance["reason"]
-    assert acks1.results["violations"] == []
+    overrides = {} if acks == "1" else {"workload__acks": "all", "workload__idempotence": True,
+                                        "name": "documented-leader-crash-acks-all"}
+    result = chaos_run(SCENARIOS / "documented-leader-crash-acks1.toml", **overrides)
+    isolated = nemesis(result, "partition")[0]["value"]["nodes"]
+    assert nemesis(result, "kill")[0]["value"]["nodes"] == isolated, "the isolated leader is the one crashed"
+    if acks == "1":
+        assert lost(result) > 0, result.results["anomaly_counts"]
+        for instance in result.results["anomalies"]["lost-write"]:
+            assert instance["verdict"] == "permitted", instance
+            assert "acks=1" in instance["reason"]
+    else:
+        assert lost(result) == 0, result.results["anomaly_counts"]
+    assert result.results["violations"] == []
 
 
 # the default (off: offline, nothing lost) runs nightly; make test keeps the unclean election and its permitted loss
