@@ -308,9 +308,12 @@ class RemoteProducer:
         self._pending: dict[int, tuple[Callable[..., None] | None, str, int, bytes]] = {}
         self._batch: list[list[Any]] = []
         """Streamed sends not written yet: `[topic, partition, value, tag]`, in produce() order."""
-        self._batched = threading.Condition()
+        self._batch_lock = threading.Lock()
         """Guards `_batch` and orders the writes: a batch is written while it is held, so batches reach the
-        worker in the order their records were produced."""
+        worker in the order their records were produced. A plain lock, taken by produce() for every record
+        (a Condition's own `with` runs Python code each time)."""
+        self._batched = threading.Condition(self._batch_lock)
+        """Wakes the linger thread when a batch starts."""
         self._linger: threading.Thread | None = None
         self._in_transaction = False
 
@@ -319,12 +322,14 @@ class RemoteProducer:
         tag = next(self._tags)
         self._pending[tag] = (on_delivery, topic, partition, value or b"")
         if self.streamed:
-            with self._batched:
+            with self._batch_lock:
                 batch = self._batch
-                batch.append([topic, partition, protocol.text(value), tag])
-                if len(batch) >= BATCH_RECORDS:
+                batch.append([topic, partition, value.decode("latin-1") if type(value) is bytes
+                              else protocol.text(value), tag])
+                n = len(batch)
+                if n >= BATCH_RECORDS:
                     self._send_batch()
-                elif len(batch) == 1:
+                elif n == 1:
                     if self._linger is None:
                         self._linger = threading.Thread(target=self._lingering, name=f"{self.worker.name}-linger",
                                                         daemon=True)
