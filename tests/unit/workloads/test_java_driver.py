@@ -301,3 +301,19 @@ def test_a_worker_whose_stdin_closes_exits() -> None:
     assert b'"event":"ready"' in proc.stdout.readline()
     proc.stdin.close()
     assert proc.wait(timeout=GUARD_S) == 0
+
+
+@pytest.mark.slow
+def test_a_poll_with_a_timeout_returns_at_the_next_outcome_after_it_was_asked(worker: Worker) -> None:
+    """A poll waits for the first delivery outcome after its request, not for its timeout: the worker wakes a
+    waiting poll on each outcome (it does not wake every waiter for every record). The poll's timeout is ten
+    times the guard, so a poll that only its timeout ended would fail the reply's wait."""
+    config = java_settings({"bootstrap.servers": UNREACHABLE, "acks": "all", "enable.idempotence": True,
+                            "delivery.timeout.ms": 1500, "request.timeout.ms": 1000, "linger.ms": 0})
+    worker.ok("create", handle="p", kind="producer", config=config)
+    polled = worker.send("poll", handle="p", timeout=10 * GUARD_S)
+    worker.send("produce_batch", handle="p", records=[["t", 0, "a", 1]])
+    assert worker.reply(polled) == {"id": polled, "ok": None}
+    delivery = worker.events.get(timeout=GUARD_S)  # written before the poll's reply
+    assert [report[0] for report in delivery["reports"]] == [1]
+    assert worker.exit() == 0

@@ -68,6 +68,7 @@ public final class KafkaChaosWorker {
         KafkaConsumer<byte[], byte[]> consumer;
         long pending;      // produce requests received whose delivery outcome is not known yet
         long deliveries;   // delivery outcomes so far: poll waits for this to move
+        int polling;       // poll calls waiting for the next outcome
         int txnVersion;    // the transaction protocol last logged (0: none yet)
         // guarded by itself: the reports not written yet, as the JSON of a `deliveries` line's list without its
         // brackets. Written by the client's I/O thread (its callbacks), which must not wait on stdout's writer
@@ -79,10 +80,13 @@ public final class KafkaChaosWorker {
             this.exec = Executors.newSingleThreadExecutor(daemon("kc-" + name));
         }
 
+        /** An outcome known: wakes a waiting poll, or a flush once nothing is pending. Not every outcome wakes
+         *  the waiters: a flush waits for tens of thousands of them, and a wake-up per record costs the worker
+         *  more than the record's send. */
         synchronized void delivered() {
             pending--;
             deliveries++;
-            notifyAll();
+            if (polling > 0 || pending <= 0) notifyAll();
         }
     }
 
@@ -153,10 +157,15 @@ public final class KafkaChaosWorker {
         switch (op) {
             case "poll":
                 if (seconds(req, "timeout", 0) <= 0) {  // nothing to wait for: answered here, not after a handoff
-                    reply(id, poll(h, 0));
+                    reply(id, null);
                     return;
                 }
-                WAITERS.submit(() -> run(id, op, () -> poll(h, seconds(req, "timeout", 0)), new AtomicBoolean()));
+                long seen;
+                synchronized (h) {
+                    seen = h.deliveries;  // on receipt: an outcome after this request ends it, however late it waits
+                }
+                double timeout = seconds(req, "timeout", 0);
+                WAITERS.submit(() -> run(id, op, () -> poll(h, timeout, seen), new AtomicBoolean()));
                 return;
             case "flush":
                 WAITERS.submit(() -> run(id, op, () -> flush(h, seconds(req, "timeout", 0)), new AtomicBoolean()));
@@ -567,15 +576,20 @@ public final class KafkaChaosWorker {
         emitLater(ok);
     }
 
-    static Object poll(Handle h, double timeout) throws InterruptedException {
-        // deliveries are emitted as they happen; like librdkafka's poll this returns at the next one or the timeout
+    /** Deliveries are emitted as they happen; like librdkafka's poll this returns at the first outcome after
+     *  `seen` (the count when the request came) or at the timeout. */
+    static Object poll(Handle h, double timeout, long seen) throws InterruptedException {
         long deadline = System.nanoTime() + duration(timeout).toNanos();
         synchronized (h) {
-            long seen = h.deliveries;
-            while (h.deliveries == seen) {
-                long left = deadline - System.nanoTime();
-                if (left <= 0) break;
-                TimeUnit.NANOSECONDS.timedWait(h, left);
+            h.polling++;
+            try {
+                while (h.deliveries == seen) {
+                    long left = deadline - System.nanoTime();
+                    if (left <= 0) break;
+                    TimeUnit.NANOSECONDS.timedWait(h, left);
+                }
+            } finally {
+                h.polling--;
             }
         }
         return null;
