@@ -34,6 +34,7 @@ from kafka_chaos.cluster.observer import Observer
 from kafka_chaos.faults import plan
 from kafka_chaos.faults.nemesis import ScheduledNemesis
 from kafka_chaos.faults.operations import Operator
+from kafka_chaos.harness.collector import fewer_collections
 from kafka_chaos.harness.outputs import check_run_dir
 from kafka_chaos.harness.replay import write_resolved
 from kafka_chaos.harness.scenario import Scenario, load_scenario, parse_scenario, to_toml
@@ -139,6 +140,7 @@ def run_scenario(
     interrupted: BaseException | None = None
     try:
         with contextlib.ExitStack() as stack:
+            stack.enter_context(fewer_collections())  # the clients allocate per record: harness/collector.py
             stack.enter_context(client_log_file(run.clients_log))  # entered first: kept until the cluster is gone
             tables = TableBuilder()  # the check's tables, built as the history is written
             stack.callback(tables.store, run.path)  # registered first, so it runs once the history is closed
