@@ -324,8 +324,7 @@ class RemoteProducer:
         if self.streamed:
             with self._batch_lock:
                 batch = self._batch
-                batch.append([topic, partition, value.decode("latin-1") if type(value) is bytes
-                              else protocol.text(value), tag])
+                batch.append([topic, partition, protocol.text(value), tag])
                 n = len(batch)
                 if n >= BATCH_RECORDS:
                     self._send_batch()
