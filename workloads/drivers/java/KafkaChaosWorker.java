@@ -156,7 +156,8 @@ public final class KafkaChaosWorker {
         Handle h = handle(req, "handle");
         switch (op) {
             case "poll":
-                if (seconds(req, "timeout", 0) <= 0) {  // nothing to wait for: answered here, not after a handoff
+                double timeout = seconds(req, "timeout", 0);
+                if (timeout <= 0) {  // nothing to wait for: answered here, not after a handoff
                     reply(id, null);
                     return;
                 }
@@ -164,7 +165,6 @@ public final class KafkaChaosWorker {
                 synchronized (h) {
                     seen = h.deliveries;  // on receipt: an outcome after this request ends it, however late it waits
                 }
-                double timeout = seconds(req, "timeout", 0);
                 WAITERS.submit(() -> run(id, op, () -> poll(h, timeout, seen), new AtomicBoolean()));
                 return;
             case "flush":
