@@ -343,14 +343,14 @@ class RemoteProducer:
             raise
 
     def _send_batch(self) -> None:
-        """Write the batch (the caller holds `_batched`)."""
+        """Write the batch (the caller holds `_batch_lock`)."""
         if self._batch:
             batch, self._batch = self._batch, []
             self.worker.send_batch(self.handle, batch)
 
     def _flush_batch(self) -> None:
         if self.streamed:
-            with self._batched:
+            with self._batch_lock:
                 self._send_batch()
 
     def _lingering(self) -> None:
