@@ -8,10 +8,15 @@ every value is unique; each send names its partition, so a value's key is known 
 Outcomes, Jepsen's rules: the delivery report's offset → `ok`; an error that proves the record was never
 appended → `fail`; anything else (timeouts, retriable errors that may have been appended on an earlier
 attempt) → `info`, and the process is retired for a new number.
+
+A client that raises a fatal error (an idempotent librdkafka producer whose sequence the broker's log no longer
+holds, e.g. after an unclean election) is recorded as an `info` `crash` and replaced by a new client with new
+processes; its unanswered sends stay open (unknown), as a crashed process's would.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import random
 import threading
@@ -20,7 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import KafkaError, Message
+from confluent_kafka import KafkaError, KafkaException, Message
 
 from kafka_chaos.cluster.logs import client_logger
 from kafka_chaos.interrupts import join
@@ -40,6 +45,8 @@ NEVER_APPENDED = {
 }
 # Rejected before the append on this attempt; "never appended" only when there were no earlier attempts.
 REJECTED_BEFORE_APPEND = {KafkaError.NOT_ENOUGH_REPLICAS, KafkaError.NOT_LEADER_FOR_PARTITION}
+FLUSH_AFTER_FATAL_S = 5.0
+"""How long a client that raised a fatal error gets to report the sends it failed, before it is dropped."""
 
 
 @dataclass(frozen=True)
@@ -119,11 +126,28 @@ class ProducerWorkload:
         return next(self._partition_cycle[process])
 
     def _run(self) -> None:
+        processes = list(self._first)
+        while True:
+            crashed = self._drive(processes)
+            if crashed is None:
+                return
+            process, err = crashed
+            # librdkafka's fatal error leaves the producer unusable (rd_kafka_fatal_error): the application makes a
+            # new one, so the thread goes on with a new client and new processes; the old client's unanswered
+            # sends stay open invokes (unknown outcome), as for a crashed process
+            self.recorder.record(process, "info", "crash", None, error=[err.name(), err.str()])
+            if self.stop_event.is_set():
+                return
+            processes = [self.recorder.new_process() for _ in range(self.settings.in_flight)]
+
+    def _drive(self, processes: list[int]) -> tuple[int, KafkaError] | None:
+        """One client driving `processes` until the workload stops (None) or the client raises a fatal error:
+        then (a process of it with no op open, to record the crash on; the error)."""
         s = self.settings
         # one client for all of the thread's processes: named by the first (workloads.clients)
-        producer = self.driver.producer({**s.client_config(), "client.id": client_id("producer", self._first[0])},
-                                        self._first[0])
-        idle: list[int] = list(self._first)
+        producer = self.driver.producer({**s.client_config(), "client.id": client_id("producer", processes[0])},
+                                        processes[0])
+        idle: list[int] = list(processes)
         interval = 1.0 / s.rate if s.rate > 0 else 0.0
         next_send = time.monotonic()
 
@@ -157,18 +181,28 @@ class ProducerWorkload:
                 except BufferError:
                     producer.poll(0.05)
 
-        while not self.stop_event.is_set():
-            while idle and not self.stop_event.is_set():
-                if interval:
-                    now = time.monotonic()
-                    if now < next_send:
-                        break
-                    next_send = max(next_send + interval, now - 1.0)
-                invoke(idle.pop())
-            wait = max(0.0, min(0.05, next_send - time.monotonic())) if interval else 0.005
-            producer.poll(wait if idle or interval else 0.05)
-        # Let outstanding sends finish; whatever is still unanswered stays an open invoke (unknown outcome).
         try:
+            while not self.stop_event.is_set():
+                while idle and not self.stop_event.is_set():
+                    if interval:
+                        now = time.monotonic()
+                        if now < next_send:
+                            break
+                        next_send = max(next_send + interval, now - 1.0)
+                    invoke(idle.pop())
+                wait = max(0.0, min(0.05, next_send - time.monotonic())) if interval else 0.005
+                producer.poll(wait if idle or interval else 0.05)
+            # Let outstanding sends finish; whatever is still unanswered stays an open invoke (unknown outcome).
             producer.flush(getattr(self, "_flush_timeout_s", 20))
+            return None
+        except KafkaException as raised:
+            err = raised.args[0] if raised.args and isinstance(raised.args[0], KafkaError) else None
+            if err is None or not err.fatal():
+                raise
+            crashed = idle.pop() if idle else self.recorder.new_process()
+            # the sends the fatal error failed are reported now (outcome info unless never appended)
+            with contextlib.suppress(KafkaException):
+                producer.flush(FLUSH_AFTER_FATAL_S)
+            return crashed, err
         finally:
-            self.driver.release(self._first[0])
+            self.driver.release(processes[0])
