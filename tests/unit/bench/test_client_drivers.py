@@ -10,7 +10,7 @@ import pytest
 from rich.console import Console
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))  # the benches run as scripts from there
-from client_drivers import Row, parse_perf_summary, payload, render, table_rows
+from client_drivers import Row, parse_perf_summary, payload, render, round_order, table_rows
 
 # ProducerPerformance's output: a periodic line every 5 s (no percentiles), then the totals once
 OUTPUT = """\
@@ -58,3 +58,11 @@ def test_the_rendered_table_has_every_row() -> None:
 def test_the_payload_is_printable_and_of_the_size_asked() -> None:
     value = payload(100)
     assert len(value) == 100 and value.isalpha() and value.isupper() and value == payload(100)
+
+
+def test_each_round_starts_one_further_so_every_producer_runs_first_and_after_each_other_once_in_a_cycle() -> None:
+    names = ["reference", "a", "b", "c"]
+    orders = [round_order(names, r) for r in range(4)]
+    assert orders[0] == names and orders[1] == ["a", "b", "c", "reference"]
+    assert sorted(o[0] for o in orders) == sorted(names)
+    assert all(sorted(o) == sorted(names) for o in orders) and round_order(names, 4) == names
