@@ -180,6 +180,15 @@ class ProducerWorkload:
                     return
                 except BufferError:
                     producer.poll(0.05)
+                except KafkaException as raised:
+                    err = _kafka_error(raised)
+                    if err is not None and err.code() == KafkaError._FATAL:
+                        # a client with a fatal error queues nothing (rd_kafka_producev): never appended
+                        self.counts["fail"] += 1
+                        self.recorder.record(process, "fail", "send", [["send", key, [None, value]]],
+                                             error=[err.name(), err.str()])
+                        idle.append(process)
+                    raise
 
         try:
             while not self.stop_event.is_set():
@@ -196,8 +205,8 @@ class ProducerWorkload:
             producer.flush(getattr(self, "_flush_timeout_s", 20))
             return None
         except KafkaException as raised:
-            err = raised.args[0] if raised.args and isinstance(raised.args[0], KafkaError) else None
-            if err is None or not err.fatal():
+            err = _fatal_error(raised, producer)
+            if err is None:
                 raise
             crashed = idle.pop() if idle else self.recorder.new_process()
             # the sends the fatal error failed are reported now (outcome info unless never appended)
@@ -206,3 +215,24 @@ class ProducerWorkload:
             return crashed, err
         finally:
             self.driver.release(processes[0])
+
+
+def _fatal_error(raised: KafkaException, producer: Any) -> KafkaError | None:
+    """The fatal error that `raised` reports (None: it is not one). A produce() refused for an earlier fatal error
+    raises only `_FATAL`: the error that made the client unusable is the one its next poll raises."""
+    err = _kafka_error(raised)
+    if err is None or err.fatal():
+        return err
+    if err.code() != KafkaError._FATAL:
+        return None
+    try:
+        producer.poll(0)
+    except KafkaException as underlying:
+        cause = _kafka_error(underlying)
+        if cause is not None and cause.fatal():
+            return cause
+    return err
+
+
+def _kafka_error(raised: KafkaException) -> KafkaError | None:
+    return raised.args[0] if raised.args and isinstance(raised.args[0], KafkaError) else None

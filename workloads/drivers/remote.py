@@ -66,6 +66,9 @@ class WorkerProcess:
         self._deliveries: dict[str, list[protocol.Report]] = {}
         self._sent: dict[int, tuple[str, list[int]]] = {}
         """Batches sent without waiting (`send_batch`): request id → (handle, tags), until the worker answers."""
+        self._fatal: dict[str, dict[str, Any]] = {}
+        """A client's fatal error that a request sent without waiting met (a posted poll): handle → ERROR, until
+        the client's next poll raises it, as confluent-kafka's poll raises a fatal error."""
         self._ready = threading.Event()
         self._dead = False
         self.transaction_written = threading.Event()
@@ -111,6 +114,8 @@ class WorkerProcess:
                     if sent is not None:  # a batch sent without waiting: its refusal is its records' failure
                         if msg.error is not None:
                             self._refuse(*sent, msg.error)
+                            if msg.error.get("fatal"):
+                                self._fatal.setdefault(sent[0], msg.error)
                     elif msg.id in self._replies:  # else: a call that gave up long ago
                         self._replies[msg.id] = msg
                         self._arrived.notify_all()
@@ -176,6 +181,11 @@ class WorkerProcess:
         """A `poll` with timeout 0 written without waiting for its reply: a worker that has exited raises
         _TRANSPORT as `call` does; an error in the reply fails no record."""
         self._post("poll", self._sent, (handle, []), flush=True, handle=handle, timeout=0)
+
+    def take_fatal(self, handle: str) -> dict[str, Any] | None:
+        """The fatal error a posted request of the handle met since the last call (None: none)."""
+        with self._lock:
+            return self._fatal.pop(handle, None)
 
     def _refuse(self, handle: str, tags: list[int], error: dict[str, Any]) -> None:
         """Failed deliveries for records the worker never queued (the caller holds the lock)."""
@@ -388,12 +398,16 @@ class RemoteProducer:
         if self.streamed and timeout <= 0:
             # A plain producer's poll(0) serves the reports already here and asks the worker to serve its client
             # after the batches before it, without waiting: a wait would stall the harness until the worker has
-            # read every batch it was sent (poll never raises for a plain producer in either worker).
+            # read every batch it was sent. A fatal error the worker's poll raised is raised by the next poll(0).
             self.worker.post_poll(self.handle)
-            return self._serve(0)
-        # the worker's own poll serves its callbacks (and raises a fatal error, as confluent-kafka's does)
-        self.worker.call("poll", timeout_s=timeout, handle=self.handle, timeout=timeout)
-        return self._serve(0)
+        else:
+            # the worker's own poll serves its callbacks (and raises a fatal error, as confluent-kafka's does)
+            self.worker.call("poll", timeout_s=timeout, handle=self.handle, timeout=timeout)
+        served = self._serve(0)
+        fatal = self.worker.take_fatal(self.handle)
+        if fatal is not None:
+            protocol.raise_error(fatal)
+        return served
 
     def flush(self, timeout: float = 0) -> int:
         self._flush_batch()

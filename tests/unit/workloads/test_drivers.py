@@ -75,6 +75,9 @@ FAKE_WORKER = textwrap.dedent('''
             out({"id": r["id"], "ok": 0})
         elif op == "crash":
             sys.exit(3)
+        elif op == "poll" and configs.get(h, {}).get("test.fatal.poll"):
+            out({"id": r["id"], "error": {"name": "OUT_OF_ORDER_SEQUENCE_NUMBER", "message": "desync",
+                 "retriable": False, "fatal": True, "abortable": False}})
         else:
             out({"id": r["id"], "ok": None})
 ''')
@@ -179,6 +182,22 @@ def test_a_plain_producers_poll_0_serves_what_arrived_without_waiting_for_the_wo
     assert producer.flush(30) == 0 and seen == [100]
     transactional = fake.producer({"transactional.id": "x"}, 16)
     assert not transactional.streamed  # its poll still waits: a refusal must reach the workload at once
+
+
+def test_a_fatal_error_a_posted_poll_met_in_the_worker_is_raised_by_a_later_poll(fake: Any) -> None:
+    """A plain producer's poll(0) does not wait for the worker's answer; when its client raised a fatal error
+    there (librdkafka's, in the pinned worker), a later poll raises it, as confluent-kafka's poll does in
+    process, so the workload replaces the dead client."""
+    producer = fake.producer({"test.fatal.poll": True}, 21)
+    assert producer.streamed
+    deadline = time.monotonic() + 30  # only against a lost error: the worker answers at once
+    with pytest.raises(KafkaException) as raised:
+        while time.monotonic() < deadline:
+            producer.poll(0)
+            time.sleep(0.01)
+    err = raised.value.args[0]
+    assert err.fatal() and err.name() == "OUT_OF_ORDER_SEQUENCE_NUMBER" and err.str() == "desync"
+    assert fake.producer({}, 22).poll(0) == 0  # another client of the worker is not affected
 
 
 def test_a_lone_batched_send_reaches_the_worker_without_any_further_call(fake: Any) -> None:

@@ -62,6 +62,9 @@ class FakeProducer:
         self.polls += 1
         if self.fatal_after is not None and self.polls >= self.fatal_after:
             raise KafkaException(FATAL)
+        return self.deliver()
+
+    def deliver(self) -> int:
         served, self.pending = self.pending, []
         for callback in served:
             callback(None, Delivered(next(self.offset)))
@@ -73,15 +76,38 @@ class FakeProducer:
         return 0
 
 
+class RefusingProducer(FakeProducer):
+    """librdkafka's order when the fatal error lands between two calls: produce() refuses with `_FATAL` only,
+    and the next poll raises the error that made the client unusable."""
+
+    refused = False
+
+    def produce(self, topic: str, value: bytes | None = None, partition: int = 0,
+                on_delivery: Callable[[Any, Any], None] | None = None) -> None:
+        if self.fatal_after is not None and self.polls >= self.fatal_after:
+            self.refused = True
+            raise KafkaException(KafkaError(KafkaError._FATAL, "Local: Fatal error"))
+        assert on_delivery is not None
+        self.pending.append(on_delivery)
+
+    def poll(self, timeout: float = 0) -> int:
+        if self.refused:
+            raise KafkaException(FATAL)
+        self.polls += 1
+        return self.deliver()
+
+
 class Driver:
     client, version, out_of_process = "fake", "0", False
 
-    def __init__(self) -> None:
+    def __init__(self, first: type[FakeProducer] = FakeProducer) -> None:
+        self.first = first
         self.made: list[tuple[int, str, FakeProducer]] = []
         self.released: list[int] = []
 
     def producer(self, config: dict[str, Any], process: int) -> FakeProducer:
-        made = FakeProducer(fatal_after=5 if not self.made else None)  # only the first client dies
+        # only the first client dies
+        made = self.first(fatal_after=5) if not self.made else FakeProducer(fatal_after=None)
         self.made.append((process, config["client.id"], made))
         return made
 
@@ -127,6 +153,25 @@ def test_a_fatal_client_error_is_a_recorded_crash_and_a_new_client_carries_on() 
     after = history.events[crash_at + 1:]
     assert any(e[1] == "ok" and e[2] == "send" for e in after)  # the new client's sends are acknowledged
     assert {e[0] for e in after} == {3, 4}  # by the new processes only
+
+
+def test_a_send_refused_for_a_fatal_error_never_happened_and_the_crash_names_the_error_behind_it() -> None:
+    history, driver = History(), Driver(RefusingProducer)
+    workload = ProducerWorkload(ProducerSettings("localhost:1", "t", 3, in_flight=1), history, itertools.count(),
+                                seed=1, driver=driver)
+    workload.start()
+    deadline = time.monotonic() + 30  # only against a hung thread
+    while len(driver.made) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    workload.stop(flush_timeout_s=1)
+    crashes = [i for i, e in enumerate(history.events) if e[2] == "crash"]
+    assert len(crashes) == 1
+    refused = history.events[crashes[0] - 1]
+    assert refused[1:3] == ("fail", "send") and refused[4] == ["_FATAL", "Local: Fatal error"]
+    assert refused[3][0][2][0] is None  # no offset: it was never queued
+    # the crash is recorded on the refused send's process, which has no op open any more
+    assert history.events[crashes[0]] == (refused[0], "info", "crash", None,
+                                          ["OUT_OF_ORDER_SEQUENCE_NUMBER", "sequence desynchronization"])
 
 
 def test_a_non_fatal_error_raised_by_the_client_is_not_taken_for_a_crash() -> None:
