@@ -9,8 +9,10 @@ know which brokers were down and when.
   under-replicated before the next broker.
 - `rolling-upgrade` — Kafka's upgrade procedure: one node at a time, controlled shutdown and a restart on the new
   version's image with the same data, waiting for full replication; then, once every node runs it, the cluster's
-  finalized features are raised (`kafka-features.sh upgrade --release-version`, then any `features`): the ELR
-  document's path, where ELR state appears only after `eligible.leader.replicas.version` is raised. To an older
+  finalized features are raised (`kafka-features.sh upgrade --release-version`, then any `features`; a command
+  the quorum refuses until every restarted voter has reported its new range is run again, up to
+  `healthy_timeout_s`): the ELR document's path, where ELR state appears only after
+  `eligible.leader.replicas.version` is raised. To an older
   version it is a rolling downgrade, which Kafka allows only while the finalized metadata.version is one the older
   release knows: before the features were raised (metadata.version downgrades, KIP-1155, are in no release).
 - `preferred-election` — move leadership back to each partition's first replica (Admin API ElectLeaders, KIP-460),
@@ -58,6 +60,10 @@ _LOG_TAIL = re.compile(r"^\s*\(org\.apache\.[\w.$]+\)$")  # the logger name endi
 def _split(key: str) -> tuple[str, int]:
     topic, partition = key.rsplit("/", 1)
     return topic, int(partition)
+
+
+VOTERS_NOT_READY = "because not all of the voters support it"
+"""kafka-features.sh's answer while the quorum's leader has not yet heard every restarted voter's new range."""
 
 
 def _answer(out: str) -> str:
@@ -267,8 +273,21 @@ class OperationRunner:
         commands.append([*base, "describe"])
         steps = []
         for argv in commands:
-            code, out = node.run_tool(*argv)
-            steps.append({"command": " ".join(argv[3:]), "code": code, "output": _answer(out)})
+            deadline = time.monotonic() + op.healthy_timeout_s
+            attempts = 0
+            while True:
+                attempts += 1
+                code, out = node.run_tool(*argv)
+                answer = _answer(out)
+                # A voter restarted on the new release tells the quorum's leader what it supports by an
+                # UpdateRaftVoter request after it starts; kraft.version can be raised only once every voter's has
+                # arrived (raft's LeaderState, KRaftVersionUpgrade), so a cluster just rolled refuses it for a
+                # moment. An operator runs the command again; so does this, within the operation's patience.
+                if code == 0 or VOTERS_NOT_READY not in answer or time.monotonic() >= deadline \
+                        or self.stopping.is_set():
+                    break
+                self.sleep(1.0)
+            steps.append({"command": " ".join(argv[3:]), "code": code, "output": answer, "attempts": attempts})
         return steps
 
     def _under_replicated(self) -> list[str]:

@@ -5,6 +5,7 @@ and the checker reading operation steps as fault windows."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -294,3 +295,69 @@ def test_an_operation_an_earlier_one_made_late_still_runs_and_one_after_the_run_
     assert not operator.busy() and performed == ["remove-controller", "add-controller"]
     operator.stop(ctx, interrupted=False)  # type: ignore[arg-type]
     assert performed == ["remove-controller", "add-controller"]
+
+
+class FeaturesNode:
+    """A broker whose kafka-features.sh refuses kraft.version `refusals` times, as a quorum leader does until every
+    restarted voter's UpdateRaftVoter has arrived, then upgrades."""
+
+    def __init__(self, refusals: int) -> None:
+        self.alias, self.internal_port = "node-3", 19092
+        self.refusals = refusals
+        self.ran: list[str] = []
+
+    def run_tool(self, *argv: str) -> tuple[int, str]:
+        line = " ".join(argv)
+        self.ran.append(line)
+        if "--release-version" in line and self.refusals:
+            self.refusals -= 1
+            return 1, ("[2026-11-30 01:21:50,000] INFO log line\nCould not upgrade kraft.version to 1. The update "
+                       "failed for all features since the following feature had an error: Invalid upgrade of "
+                       "kraft.version to KRAFT_VERSION_1 because not all of the voters support it\n")
+        if "--release-version" in line:
+            return 0, "kraft.version was upgraded to 1.\nmetadata.version was upgraded to 30.\n"
+        if "--feature" in line:
+            return 0, "eligible.leader.replicas.version was upgraded to 1.\n"
+        return 0, "Feature: kraft.version  FinalizedVersionLevel: 1\n"
+
+
+def features_runner(node: FeaturesNode) -> OperationRunner:
+    class Cluster:
+        def node(self, node_id: int) -> FeaturesNode:
+            return node
+
+    return OperationRunner(Cluster(), "t", None, sleep=lambda _: None)  # type: ignore[arg-type]
+
+
+def test_a_release_upgrade_the_quorum_refuses_until_every_voter_reported_is_asked_again() -> None:
+    node = FeaturesNode(refusals=2)
+    op = OperationSpec(kind="rolling-upgrade", to_version="4.3.1", release_version="4.3",
+                       features={"eligible.leader.replicas.version": 1})
+    steps = features_runner(node)._upgrade_features(3, op)
+    assert [(s["command"], s["code"], s["attempts"]) for s in steps] == [
+        ("upgrade --release-version 4.3", 0, 3), ("upgrade --feature eligible.leader.replicas.version=1", 0, 1),
+        ("describe", 0, 1)]
+    assert steps[0]["output"] == "kraft.version was upgraded to 1.\nmetadata.version was upgraded to 30."
+    assert len(node.ran) == 5
+
+
+def test_a_refusal_that_lasts_past_the_operations_patience_is_the_outcome() -> None:
+    node = FeaturesNode(refusals=10**9)
+    op = OperationSpec(kind="rolling-upgrade", to_version="4.3.1", release_version="4.3", healthy_timeout_s=0.05)
+    runner = features_runner(node)
+    runner.sleep = lambda _: time.sleep(0.01)
+    (release, describe) = runner._upgrade_features(3, op)
+    assert release["code"] == 1 and "not all of the voters support it" in release["output"]
+    assert release["attempts"] == len(node.ran) - 1 and describe["code"] == 0
+
+
+def test_any_other_failure_of_a_features_command_is_not_retried() -> None:
+    class Refusing(FeaturesNode):
+        def run_tool(self, *argv: str) -> tuple[int, str]:
+            self.ran.append(" ".join(argv))
+            return 1, "Could not upgrade metadata.version to 30: Invalid metadata.version 30\n"
+
+    node = Refusing(refusals=0)
+    op = OperationSpec(kind="rolling-upgrade", to_version="4.3.1", release_version="4.3")
+    steps = features_runner(node)._upgrade_features(3, op)
+    assert [s["attempts"] for s in steps] == [1, 1] and len(node.ran) == 2
