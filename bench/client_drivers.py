@@ -9,8 +9,8 @@ deliveries and flushes. Prints records/s of each and its ratio to ProducerPerfor
 
 The timed part of a driver starts once its producer exists (a worker process started, a JVM warm) and ends when
 flush() returns, as ProducerPerformance times its send loop and flush but not the JVM's start. `--repeat` runs
-the whole sequence again on the same cluster and keeps each row's median; each round starts one place further
-along the sequence, so no producer always runs first, or right after the same one.
+the whole sequence again on the same cluster and keeps each row's median; the rounds vary the order (a balanced
+Latin square): over four rounds each producer runs once in every position and once right after each other one.
 """
 
 from __future__ import annotations
@@ -111,11 +111,15 @@ def render(title: str, reference: Row, measured: list[Row]) -> Table:
 
 
 def round_order(names: list[str], round_: int) -> list[str]:
-    """The order of the producers in a round: the sequence rotated by the round's number. What runs just before
-    a producer leaves the brokers busy for a while (a JVM's exit, segment and page-cache work), so a fixed order
-    charges that to the same producer every round."""
-    shift = round_ % len(names)
-    return names[shift:] + names[:shift]
+    """The order of the producers in a round: a balanced Latin square (Williams' design), so over a cycle of
+    rounds (as many as producers, for an even count) each producer runs once in every position and right after
+    each other producer once. What runs just before a producer leaves the brokers busy for a while (a JVM's
+    exit, segment and page-cache work), so a fixed order charges that to the same producer every round."""
+    n = len(names)
+    first = [0]
+    for i in range(1, n):  # 0, 1, n-1, 2, n-2, …
+        first.append((i + 1) // 2 if i % 2 else n - i // 2)
+    return [names[(index + round_) % n] for index in first]
 
 
 def median(values: list[float]) -> float:

@@ -12,9 +12,9 @@ know which brokers were down and when.
   finalized features are raised (`kafka-features.sh upgrade --release-version`, then any `features`; a command
   the quorum refuses until every restarted voter has reported its new range is run again, up to
   `healthy_timeout_s`): the ELR document's path, where ELR state appears only after
-  `eligible.leader.replicas.version` is raised. To an older
-  version it is a rolling downgrade, which Kafka allows only while the finalized metadata.version is one the older
-  release knows: before the features were raised (metadata.version downgrades, KIP-1155, are in no release).
+  `eligible.leader.replicas.version` is raised. To an older version it is a rolling downgrade, which Kafka
+  allows only while the finalized metadata.version is one the older release knows: before the features were
+  raised (metadata.version downgrades, KIP-1155, are in no release).
 - `preferred-election` — move leadership back to each partition's first replica (Admin API ElectLeaders, KIP-460),
   once no partition is under-replicated (up to `healthy_timeout_s`), as an operator runs it.
 - `reassign` — change a partition's replica set through the Admin API (KIP-455 AlterPartitionReassignments):

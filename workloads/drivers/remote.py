@@ -179,7 +179,8 @@ class WorkerProcess:
 
     def post_poll(self, handle: str) -> None:
         """A `poll` with timeout 0 written without waiting for its reply: a worker that has exited raises
-        _TRANSPORT as `call` does; an error in the reply fails no record."""
+        _TRANSPORT as `call` does; an error in the reply fails no record, and a fatal one is kept for the
+        handle's next poll to raise (`take_fatal`)."""
         self._post("poll", self._sent, (handle, []), flush=True, handle=handle, timeout=0)
 
     def take_fatal(self, handle: str) -> dict[str, Any] | None:

@@ -60,9 +60,12 @@ def test_the_payload_is_printable_and_of_the_size_asked() -> None:
     assert len(value) == 100 and value.isalpha() and value.isupper() and value == payload(100)
 
 
-def test_each_round_starts_one_further_so_every_producer_runs_first_and_after_each_other_once_in_a_cycle() -> None:
+def test_over_a_cycle_every_producer_runs_in_every_position_and_after_every_other_once() -> None:
     names = ["reference", "a", "b", "c"]
     orders = [round_order(names, r) for r in range(4)]
-    assert orders[0] == names and orders[1] == ["a", "b", "c", "reference"]
-    assert sorted(o[0] for o in orders) == sorted(names)
-    assert all(sorted(o) == sorted(names) for o in orders) and round_order(names, 4) == names
+    assert orders[0] == ["reference", "a", "c", "b"]
+    assert all(sorted(o) == sorted(names) for o in orders) and round_order(names, 4) == orders[0]
+    for position in range(4):
+        assert sorted(o[position] for o in orders) == sorted(names)
+    follows = [(o[i], o[i + 1]) for o in orders for i in range(3)]
+    assert len(follows) == len(set(follows)) == 12  # every ordered pair once
