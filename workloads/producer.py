@@ -31,7 +31,7 @@ from kafka_chaos.cluster.logs import client_logger
 from kafka_chaos.interrupts import join
 from kafka_chaos.workloads.clients import client_id
 from kafka_chaos.workloads.drivers import IN_PROCESS, Driver
-from kafka_chaos.workloads.recorder import Recorder, payload
+from kafka_chaos.workloads.recorder import Recorder, kafka_error, payload
 
 # Rejected by the broker or client before any append could happen, whatever the retries.
 NEVER_APPENDED = {
@@ -166,7 +166,9 @@ class ProducerWorkload:
                     self.counts["ok"] += 1
                     idle.append(process)
                     return
-                outcome = classify(err, s.retries)
+                failed(classify(err, s.retries), err)
+
+            def failed(outcome: str, err: KafkaError) -> None:
                 self.counts[outcome] += 1
                 self.recorder.record(process, outcome, "send", [["send", key, [None, value]]],
                                      error=[err.name(), err.str()])
@@ -181,13 +183,9 @@ class ProducerWorkload:
                 except BufferError:
                     producer.poll(0.05)
                 except KafkaException as raised:
-                    err = _kafka_error(raised)
+                    err = kafka_error(raised)
                     if err is not None and err.code() == KafkaError._FATAL:
-                        # a client with a fatal error queues nothing (rd_kafka_producev): never appended
-                        self.counts["fail"] += 1
-                        self.recorder.record(process, "fail", "send", [["send", key, [None, value]]],
-                                             error=[err.name(), err.str()])
-                        idle.append(process)
+                        failed("fail", err)  # a client with a fatal error queues nothing (rd_kafka_producev)
                     raise
 
         try:
@@ -220,7 +218,7 @@ class ProducerWorkload:
 def _fatal_error(raised: KafkaException, producer: Any) -> KafkaError | None:
     """The fatal error that `raised` reports (None: it is not one). A produce() refused for an earlier fatal error
     raises only `_FATAL`: the error that made the client unusable is the one its next poll raises."""
-    err = _kafka_error(raised)
+    err = kafka_error(raised)
     if err is None or err.fatal():
         return err
     if err.code() != KafkaError._FATAL:
@@ -228,11 +226,7 @@ def _fatal_error(raised: KafkaException, producer: Any) -> KafkaError | None:
     try:
         producer.poll(0)
     except KafkaException as underlying:
-        cause = _kafka_error(underlying)
+        cause = kafka_error(underlying)
         if cause is not None and cause.fatal():
             return cause
     return err
-
-
-def _kafka_error(raised: KafkaException) -> KafkaError | None:
-    return raised.args[0] if raised.args and isinstance(raised.args[0], KafkaError) else None

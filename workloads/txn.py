@@ -39,7 +39,7 @@ from kafka_chaos.workloads.clients import client_id
 from kafka_chaos.workloads.config import WorkloadConfig
 from kafka_chaos.workloads.consumer import ConsumerSettings, ConsumerWorkload, end_offsets, poll_once, start_reading
 from kafka_chaos.workloads.drivers import IN_PROCESS, Driver, make_driver
-from kafka_chaos.workloads.recorder import Recorder, parse_payload, payload
+from kafka_chaos.workloads.recorder import Recorder, error_field, kafka_error, parse_payload, payload
 
 if TYPE_CHECKING:  # types only: workloads never import the harness at run time
     from kafka_chaos.harness.testmap import RunContext
@@ -107,11 +107,6 @@ class _Outcome(Exception):
         super().__init__(str(err))
         self.type = type_
         self.err = err
-
-
-def _error(err: BaseException) -> list[str]:
-    e = err.args[0] if err.args and isinstance(err.args[0], KafkaError) else None
-    return [e.name(), e.str()] if e is not None else [type(err).__name__, str(err)]
 
 
 class TxnProducerThread:
@@ -184,7 +179,7 @@ class TxnProducerThread:
                 producer.init_transactions(timeout)
                 consumer = self._consumer(process) if self.config.txn_mixed_share > 0 else None
             except KafkaException as err:  # no op of this process was invoked: just try a new one
-                self.recorder.record(process, "info", "crash", None, error=_error(err))
+                self.recorder.record(process, "info", "crash", None, error=error_field(err))
                 self.driver.release(process)
                 self.stop_event.wait(1.0)
                 continue
@@ -286,7 +281,7 @@ class TxnProducerThread:
                 end_txn.update(result="commit", started=time.monotonic_ns())
                 producer.commit_transaction(timeout)
             except KafkaException as err:
-                e = err.args[0] if err.args and isinstance(err.args[0], KafkaError) else None
+                e = kafka_error(err)
                 if e is not None and e.txn_requires_abort():  # librdkafka: not committed; abort it
                     raise _Outcome("fail", err) from err
                 raise _Outcome("info", err) from err  # the commit may or may not have happened
@@ -308,7 +303,7 @@ class TxnProducerThread:
             ended = time.monotonic_ns()
             cause = outcome.err
             self.recorder.record(process, type_, "txn", completion(),
-                                 error=_error(cause) if isinstance(cause, BaseException)
+                                 error=error_field(cause) if isinstance(cause, BaseException)
                                  else ["abort" if type_ == "fail" else "client", str(cause)],
                                  extra=timing(ended))
             self.counts[type_] += 1
@@ -363,7 +358,7 @@ def txn_final_drain(settings: ConsumerSettings, recorder: Recorder, timeout_s: f
                         position[tp.partition] = max(position[tp.partition], tp.offset)
         return all(position[p] >= ends[p] for p in position)
     except KafkaException as err:
-        recorder.record(process, "info", "poll", [["poll"]], error=_error(err))
+        recorder.record(process, "info", "poll", [["poll"]], error=error_field(err))
         return False
     finally:
         try:
